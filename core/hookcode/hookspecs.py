@@ -1,0 +1,365 @@
+"""Every hook a hookcode plugin can implement: the plugin author's reference.
+
+A plugin is a module (or object) registered under the ``hookcode`` entry-point group whose
+functions are marked with :data:`hookcode.hookimpl`. Every hook is called with keyword
+arguments, and an implementation may accept any subset of them::
+
+    from hookcode import hookimpl
+
+    @hookimpl
+    def tool_execute_before(call):
+        if call.tool == "bash" and "sudo" in call.args.get("command", ""):
+            raise ToolBlocked("no sudo here")
+
+How hookcode calls hooks
+------------------------
+* **Registration hooks** (``tool``, ``provider``, ``auth``, ``agent``, ``config_schema``,
+  ``permission_defaults``, ``cli``) are collected from every plugin in *registration order*:
+  core first, then the ``hookcode-*`` distributions sorted by entry-point name, then all
+  other distributions sorted by (distribution, entry point). Where names clash (two tools
+  called ``read``) the later registration wins, and the loser is reported as shadowed.
+* **Lifecycle hooks** run in pluggy's order: the most recently registered plugin first,
+  adjusted by ``tryfirst`` / ``trylast``. Implementations mutate the objects they are given.
+* Core calls implementations one by one, so one that raises never keeps another from
+  running: a raising implementation is skipped with one line on stderr naming its plugin.
+  Exceptions: a raising ``tool_execute_before``, ``tool_execute`` wrapper or
+  ``tool_execute_after`` ends that tool call as an error result naming the plugin (tool
+  calls fail closed), and a raising ``permission_ask`` counts as an ``ask`` vote.
+* ``tool_execute`` may be wrapped with ``@hookimpl(wrapper=True)``: a generator (sync, or
+  ``async def`` with ``yield``) that yields once and receives the result (or the exception)
+  of the rest of the chain, like pluggy's new-style wrappers.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+import pluggy
+
+if TYPE_CHECKING:
+    import typer
+    from pydantic import BaseModel
+
+    from hookcode.agents import AgentSpec
+    from hookcode.events import Event
+    from hookcode.permission import PermissionRequest, Reply, Rule, ShellAnalysis, Vote
+    from hookcode.providers import AuthMethod, Provider
+    from hookcode.question import QuestionRequest
+    from hookcode.tools import Tool, ToolCall, ToolContext, ToolResult
+
+PROJECT_NAME = "hookcode"
+
+hookspec = pluggy.HookspecMarker(PROJECT_NAME)
+
+# =============================================================================================
+# Registration: what a plugin contributes (collected from every plugin)
+# =============================================================================================
+
+
+@hookspec
+def tool() -> list[Tool]:
+    """Contribute tools.
+
+    Called when the tool registry is built. Return :class:`~hookcode.Tool` objects (for
+    example functions decorated with :func:`hookcode.tool`). Keep it cheap: build nothing
+    heavy here, since schemas are built lazily on first use.
+
+    Returns:
+        A list of tools. A tool whose name another plugin also uses shadows the earlier
+        registration (or is shadowed by a later one); ``hookcode tools list`` shows both.
+    """
+
+
+@hookspec
+def provider() -> list[Provider]:
+    """Contribute model providers.
+
+    Returns:
+        A list of :class:`~hookcode.providers.Provider` objects. Model ids are
+        ``"<provider id>/<model>"``; import the provider's SDK inside ``stream()``, never at
+        module level.
+    """
+
+
+@hookspec
+def auth() -> list[AuthMethod]:
+    """Contribute ways for a provider to get credentials (API key, environment, OAuth).
+
+    Returns:
+        A list of :class:`~hookcode.providers.AuthMethod` objects.
+    """
+
+
+@hookspec
+def agent() -> list[AgentSpec]:
+    """Contribute named agents (prompt, model, step limit, permission rules, mode).
+
+    Returns:
+        A list of :class:`~hookcode.agents.AgentSpec`. A later agent with the same name
+        replaces an earlier one; ``[agent.NAME]`` config is applied on top.
+    """
+
+
+@hookspec
+def cli(app: typer.Typer) -> None:
+    """Add commands to the ``hookcode`` command line.
+
+    Args:
+        app: the root typer application; add commands or sub-apps to it.
+
+    Returns:
+        Nothing.
+    """
+
+
+@hookspec
+def config_schema() -> dict[str, type[BaseModel]]:
+    """Claim config sections.
+
+    Returns:
+        A mapping from a dotted key pattern (``"tool.bash"``, ``"provider.*"``, ``"mcp.*"``,
+        ``"audit"``) to the pydantic model that validates that section. ``*`` matches one key
+        segment. Two plugins claiming one pattern is a load error naming both.
+    """
+
+
+@hookspec
+def permission_defaults(agent: AgentSpec) -> list[Rule]:
+    """Contribute default permission rules for an agent.
+
+    These are rules, not votes: they come after the agent's own defaults and before the
+    user's config, so the user's rules override them. An allow or ask rule for a permission
+    that the agent's own defaults deny outright is dropped; deny rules always apply.
+
+    Args:
+        agent: the agent whose rules are being assembled.
+
+    Returns:
+        A list of :class:`~hookcode.permission.Rule` (give each a ``source``).
+    """
+
+
+# =============================================================================================
+# Lifecycle: hooks that observe or change what is happening
+# =============================================================================================
+
+
+@hookspec(historic=True)
+def config(config: Any) -> None:
+    """Called once after the config is loaded and validated.
+
+    Historic: a plugin registered later still receives it.
+
+    Args:
+        config: the validated :class:`~hookcode.config.Config`; plugin sections are reached
+            with ``config.section("tool.bash")``. Implementations may mutate it.
+
+    Returns:
+        Nothing.
+    """
+
+
+@hookspec
+def chat_message(message: Any, session: Any) -> None:
+    """A user message, before it is stored and sent to the model.
+
+    Args:
+        message: the user message (text, parts, agent, model); mutate it in place.
+        session: the session it belongs to.
+
+    Returns:
+        Nothing.
+    """
+
+
+@hookspec
+def chat_params(params: dict[str, Any], session: Any, agent: Any, model: str) -> None:
+    """Parameters of every model request.
+
+    Args:
+        params: ``temperature``, ``top_p``, ``max_tokens`` and ``options`` (provider-specific);
+            mutate it in place.
+        session: the session making the request.
+        agent: the :class:`~hookcode.agents.AgentSpec` running.
+        model: the model id (``"provider/model"``).
+
+    Returns:
+        Nothing.
+    """
+
+
+@hookspec
+def system_prompt(parts: list[str], session: Any, agent: Any, model: str) -> None:
+    """The system prompt of every model request.
+
+    Args:
+        parts: the prompt's parts, in order; add, edit or remove entries in place.
+        session: the session making the request.
+        agent: the :class:`~hookcode.agents.AgentSpec` running.
+        model: the model id.
+
+    Returns:
+        Nothing.
+    """
+
+
+@hookspec
+def tool_definition(tool_id: str, definition: dict[str, Any]) -> None:
+    """A tool's definition as the model will see it (MCP tools included).
+
+    Args:
+        tool_id: the tool's name.
+        definition: ``{"name", "description", "parameters"}``; mutate ``description`` or
+            ``parameters`` (the JSON schema) in place.
+
+    Returns:
+        Nothing.
+    """
+
+
+@hookspec
+def tool_execute_before(call: ToolCall, ctx: ToolContext) -> None:
+    """Before a tool runs, after its arguments validated (every call: model, batch, task, MCP).
+
+    Args:
+        call: the :class:`~hookcode.ToolCall`; ``call.args`` is the validated,
+            JSON-compatible dict keyed by model-facing names. Mutate it or assign a new dict:
+            core validates it again afterwards.
+        ctx: the call's :class:`~hookcode.ToolContext`.
+
+    Returns:
+        Nothing. Raise :class:`~hookcode.ToolBlocked` to refuse the call; its reason reaches
+        the model and the tool body does not run. Any other exception ends the call as an
+        error naming your plugin.
+    """
+
+
+@hookspec(firstresult=True)
+def tool_execute(call: ToolCall, ctx: ToolContext) -> ToolResult | None:
+    """Run a tool. Core's own implementation (``trylast``) runs the tool's body.
+
+    Wrap it with ``@hookimpl(wrapper=True)`` (a generator yielding once; ``async def`` allowed)
+    for timing, tracing or caching; or return a result from a plain implementation
+    (``tryfirst``; may be ``async def``) to answer without running the tool.
+
+    Args:
+        call: the validated call.
+        ctx: the call's context.
+
+    Returns:
+        A :class:`~hookcode.ToolResult` to answer the call, or None to let the next
+        implementation (eventually the tool) answer.
+    """
+
+
+@hookspec
+def tool_execute_after(call: ToolCall, result: ToolResult, ctx: ToolContext) -> None:
+    """After a successful call, after truncation.
+
+    Args:
+        call: the call.
+        result: its :class:`~hookcode.ToolResult`; rewrite ``title``, ``output`` or
+            ``metadata`` in place.
+        ctx: the call's context.
+
+    Returns:
+        Nothing. An exception ends the call as an error naming your plugin.
+    """
+
+
+@hookspec
+def tool_execute_error(call: ToolCall, error: BaseException, ctx: ToolContext) -> ToolResult | None:
+    """After a failed call: validation, hooks, permission, the tool itself, timeout, abort.
+
+    Args:
+        call: the call.
+        error: the exception (a :class:`~hookcode.ToolError` subclass for known failures).
+        ctx: the call's context.
+
+    Returns:
+        A :class:`~hookcode.ToolResult` to recover (the call then succeeds with it), or None
+        to observe only. Results returned for permission refusals and aborts are ignored.
+    """
+
+
+@hookspec
+def permission_ask(request: PermissionRequest) -> Vote | str | None:
+    """Vote on a permission request. Deny beats ask beats allow; no vote at all means ask.
+
+    Args:
+        request: the :class:`~hookcode.permission.PermissionRequest` (permission, patterns,
+            always, metadata, the call it belongs to, and the effective rules).
+
+    Returns:
+        ``"allow"``, ``"deny"``, ``"ask"``, a :class:`~hookcode.permission.Vote` with a
+        reason, or None to abstain. Raising counts as an ``"ask"`` vote.
+    """
+
+
+@hookspec(firstresult=True)
+def permission_prompt(request: PermissionRequest) -> Reply | None:
+    """Resolve an ``ask``: a front end asks the user.
+
+    Args:
+        request: the pending request.
+
+    Returns:
+        A :class:`~hookcode.permission.Reply` (``once``, ``always`` with a scope, ``reject``
+        with optional feedback), or None if this front end cannot ask. With no answer at all
+        (headless) the request is rejected.
+    """
+
+
+@hookspec(firstresult=True)
+def question_prompt(request: QuestionRequest) -> list[list[str]] | None:
+    """Ask the user structured questions (the ``question`` and ``plan_*`` tools).
+
+    Args:
+        request: the :class:`~hookcode.question.QuestionRequest`.
+
+    Returns:
+        One list of chosen answers per question, or None when dismissed or when this front
+        end cannot ask.
+    """
+
+
+@hookspec(firstresult=True)
+def shell_analyze(command: str, cwd: str) -> ShellAnalysis | None:
+    """Analyse a shell command for the permission system.
+
+    Args:
+        command: the command text as the model wrote it.
+        cwd: the directory it will run in.
+
+    Returns:
+        A :class:`~hookcode.permission.ShellAnalysis` (the simple commands it runs, their
+        "always" prefixes, directories outside the project, whether anything was opaque), or
+        None when this plugin cannot analyse it.
+    """
+
+
+@hookspec
+def shell_env(env: dict[str, str], cwd: str, ctx: ToolContext | None) -> None:
+    """The environment of a shell command.
+
+    Args:
+        env: the environment; mutate it in place.
+        cwd: the directory the command runs in.
+        ctx: the tool call's context, or None for a command the user ran.
+
+    Returns:
+        Nothing.
+    """
+
+
+@hookspec
+def event(event: Event) -> None:
+    """Every event on the bus: ``session.*``, ``message.*``, ``tool.*``, ``permission.*``,
+    ``file.edited``, ``todo.updated``.
+
+    Args:
+        event: the :class:`~hookcode.events.Event` (``type`` and ``properties``). Observe only.
+
+    Returns:
+        Nothing.
+    """

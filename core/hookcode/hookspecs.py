@@ -37,6 +37,8 @@ from typing import TYPE_CHECKING, Any
 import pluggy
 
 if TYPE_CHECKING:
+    from pathlib import Path
+
     import typer
     from pydantic import BaseModel
 
@@ -91,8 +93,13 @@ def auth() -> list[AuthMethod]:
 
 
 @hookspec
-def agent() -> list[AgentSpec]:
+def agent(config: Any, data_dir: Path) -> list[AgentSpec]:
     """Contribute named agents (prompt, model, step limit, permission rules, mode).
+
+    Args:
+        config: the validated config (``config.agent`` holds the ``[agent.NAME]`` tables, so a
+            policy can build custom agents from them).
+        data_dir: hookcode's data directory (spill files live in ``data_dir / "tool-output"``).
 
     Returns:
         A list of :class:`~hookcode.agents.AgentSpec`. A later agent with the same name

@@ -1,0 +1,37 @@
+"""The ``hookcode`` command line (typer).
+
+Global options go before the command: ``hookcode [-C DIR] [--strict-plugins] COMMAND ...``.
+Plugins may add commands through the ``cli(app)`` hook. Exit codes: 0 ok; 1 failed, refused,
+invalid input or invalid config; 2 for argument parsing errors only.
+"""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Sequence
+
+from hookcode.cli.app import build_app, parse_globals
+
+__all__ = ["main"]
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Run the CLI; returns the exit code (the console script exits with it)."""
+    args = list(sys.argv[1:] if argv is None else argv)
+    options = parse_globals(args)
+    app = build_app(options)
+    try:
+        app(args=args, prog_name="hookcode", standalone_mode=True)
+    except SystemExit as exc:
+        code = exc.code
+        if code is None:
+            return 0
+        if isinstance(code, int):
+            return code
+        print(code, file=sys.stderr)
+        return 1
+    return 0
+
+
+if __name__ == "__main__":  # pragma: no cover
+    raise SystemExit(main())

@@ -1,0 +1,293 @@
+"""The built-in command groups: tools, plugins, config, permissions, run."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import sys
+from typing import TYPE_CHECKING, Any
+
+import typer
+
+from hookcode.cli.app import fail, print_json
+from hookcode.errors import HookcodeError
+
+if TYPE_CHECKING:
+    from hookcode.cli.app import CliState
+
+JSON_HELP = "Print JSON."
+
+
+def _table(title: str | None, columns: list[str], rows: list[list[str]]) -> None:
+    from rich.console import Console
+    from rich.table import Table
+
+    table = Table(title=title, show_lines=False, box=None, pad_edge=False)
+    for column in columns:
+        table.add_column(column, overflow="fold")
+    for row in rows:
+        table.add_row(*row)
+    Console(soft_wrap=False).print(table)
+
+
+def _first_line(text: str) -> str:
+    return (text or "").strip().splitlines()[0] if (text or "").strip() else ""
+
+
+def register(app: typer.Typer, state: CliState) -> None:
+    def runtime(**kwargs: Any) -> Any:
+        try:
+            return state.runtime(**kwargs)
+        except HookcodeError as exc:
+            raise fail(str(exc)) from None
+
+    # ------------------------------------------------------------------------------ tools
+    tools_app = typer.Typer(help="List, inspect and call tools.", no_args_is_help=True)
+    app.add_typer(tools_app, name="tools")
+
+    @tools_app.command("list")
+    def tools_list(
+        as_json: bool = typer.Option(False, "--json", help=JSON_HELP),
+        agent: str = typer.Option(None, "--agent", help="Only the tools this agent is offered."),
+    ) -> None:
+        """List the registered tools (and what each one shadows)."""
+        rt = runtime()
+        try:
+            entries = (
+                rt.registry.available(agent) if agent else list(rt.registry.entries.values())
+            )
+        except HookcodeError as exc:
+            raise fail(str(exc)) from None
+        if as_json:
+            print_json([e.to_dict() for e in entries])
+            return
+        if not entries:
+            typer.echo("No tools are registered. Install a tool pack (pip install ...) "
+                       "or see `hookcode plugins list`.")
+            return
+        rows = []
+        for e in sorted(entries, key=lambda e: e.name):
+            shadow = ", ".join(s.plugin for s in e.shadows)
+            rows.append([e.name, e.plugin + (f" (shadows {shadow})" if shadow else ""),
+                         _first_line(e.tool.description)])
+        _table(None, ["tool", "plugin", "description"], rows)
+
+    @tools_app.command("show")
+    def tools_show(
+        name: str = typer.Argument(..., help="Tool name."),
+        as_json: bool = typer.Option(False, "--json", help=JSON_HELP),
+    ) -> None:
+        """Show a tool's description and parameter schema."""
+        rt = runtime()
+        entry = rt.registry.get(name)
+        if entry is None:
+            names = ", ".join(sorted(rt.registry.entries)) or "none"
+            raise fail(f"unknown tool '{name}'; available tools: {names}")
+        data = entry.to_dict(schema=True)
+        if as_json:
+            print_json(data)
+            return
+        typer.echo(f"{entry.name}  (plugin {entry.plugin}, {entry.distribution or '-'})")
+        if entry.shadows:
+            typer.echo("shadows: " + ", ".join(s.plugin for s in entry.shadows))
+        typer.echo(f"permission: {entry.permission}\n")
+        typer.echo(entry.tool.description.strip() + "\n")
+        typer.echo("parameters:")
+        typer.echo(json.dumps(data["parameters"], indent=2))
+
+    @tools_app.command("call")
+    def tools_call(
+        name: str = typer.Argument(..., help="Tool name."),
+        args_json: str = typer.Argument(
+            None, metavar="[ARGS_JSON]", help="Arguments as a JSON object ('-' reads stdin)."
+        ),
+        as_json: bool = typer.Option(False, "--json", help=JSON_HELP),
+        yes: bool = typer.Option(False, "--yes", "-y", help="Approve permission asks."),
+        agent: str = typer.Option(None, "--agent", help="Run as this agent."),
+    ) -> None:
+        """Call one tool through the whole pipeline, in a fresh session."""
+        from hookcode.testing import ainvoke_tool
+
+        if args_json == "-":
+            args_json = sys.stdin.read()
+        rt = runtime(yes=yes)
+        try:
+            agent_name = rt.agent(agent).name
+            session = rt.create_session(title=f"tools call {name}", agent=agent_name)
+        except HookcodeError as exc:
+            raise fail(str(exc)) from None
+        outcome = asyncio.run(
+            ainvoke_tool(rt, name, args_json if args_json is not None else {},
+                         agent=agent_name, session_id=session.id)
+        )
+        if as_json:
+            print_json(outcome.to_dict())
+        elif outcome.ok:
+            output = outcome.result.output
+            typer.echo(output, nl=not output.endswith("\n"))
+        else:
+            typer.echo(f"hookcode: {name}: {outcome.error_text}", err=True)
+        raise typer.Exit(0 if outcome.ok else 1)
+
+    # ------------------------------------------------------------------------------ plugins
+    plugins_app = typer.Typer(help="Inspect the installed plugins.", no_args_is_help=True)
+    app.add_typer(plugins_app, name="plugins")
+
+    @plugins_app.command("list")
+    def plugins_list(as_json: bool = typer.Option(False, "--json", help=JSON_HELP)) -> None:
+        """List every plugin with its distribution, hooks and status."""
+        infos = list(state.plugins.infos.values())
+        if as_json:
+            print_json([i.to_dict() for i in infos])
+            return
+        rows = [
+            [i.name, f"{i.distribution or '-'} {i.version or ''}".strip(), i.status,
+             ", ".join(i.hooks) if i.status == "loaded" else (i.error or "")]
+            for i in infos
+        ]
+        _table(None, ["plugin", "distribution", "status", "hooks / error"], rows)
+
+    # ------------------------------------------------------------------------------ config
+    config_app = typer.Typer(help="Show the configuration and its schema.", no_args_is_help=True)
+    app.add_typer(config_app, name="config")
+
+    @config_app.command("show")
+    def config_show(as_json: bool = typer.Option(False, "--json", help=JSON_HELP)) -> None:
+        """Show the effective configuration (every layer merged)."""
+        cfg = runtime().config
+        data = cfg.to_dict()
+        if as_json:
+            print_json(data)
+            return
+        typer.echo("# layers: " + (", ".join(layer.source for layer in cfg.layers) or "none"))
+        typer.echo(json.dumps(data, indent=2, default=str))
+
+    @config_app.command("schema")
+    def config_schema() -> None:
+        """Print the JSON schema of the configuration (core and every loaded plugin)."""
+        from hookcode.config import json_schema
+
+        rt = runtime()
+        claimed = {}
+        for _plugin, sections in rt.plugins.collect("config_schema"):
+            claimed.update(sections)
+        print_json(json_schema(claimed))
+
+    @config_app.command("path")
+    def config_path(as_json: bool = typer.Option(False, "--json", help=JSON_HELP)) -> None:
+        """List the config files consulted, in order (later wins), and the data directory."""
+        rt = runtime()
+        cfg = rt.config
+        existing = {layer.source for layer in cfg.layers}
+        files = [{"path": str(p), "exists": str(p) in existing or p.exists()}
+                 for p in cfg.candidates]
+        if as_json:
+            print_json({"files": files, "env": [layer.source for layer in cfg.layers
+                                                if layer.source.startswith("HOOKCODE_")],
+                        "data_dir": str(rt.data_dir)})
+            return
+        for f in files:
+            typer.echo(f"{'*' if f['exists'] else ' '} {f['path']}")
+        for layer in cfg.layers:
+            if layer.source.startswith("HOOKCODE_"):
+                typer.echo(f"* {layer.source}")
+        typer.echo(f"data: {rt.data_dir}")
+
+    # ------------------------------------------------------------------------------ permissions
+    perm_app = typer.Typer(help="Explain decisions; list and revoke approvals.",
+                           no_args_is_help=True)
+    app.add_typer(perm_app, name="permissions")
+
+    @perm_app.command("explain")
+    def permissions_explain(
+        permission: str = typer.Argument(..., help="Permission name (read, edit, bash, ...)."),
+        pattern: str = typer.Argument(..., help="What is checked (a path, a command, '*')."),
+        agent: str = typer.Option(None, "--agent", help="Agent (default: the default agent)."),
+        as_json: bool = typer.Option(False, "--json", help=JSON_HELP),
+    ) -> None:
+        """Show the decision for PERMISSION on PATTERN and the rule that made it."""
+        from hookcode.permission import PermissionRequest
+
+        rt = runtime()
+        try:
+            spec = rt.agent(agent)
+        except HookcodeError as exc:
+            raise fail(str(exc)) from None
+        ruleset = rt.ruleset(spec.name, None)
+        decided = ruleset.decide_one(permission, pattern)
+        request = PermissionRequest(
+            id="explain", session_id="", permission=permission, patterns=[pattern],
+            always=[pattern], metadata={}, agent=spec.name, tool={}, ruleset=ruleset,
+            cwd=str(rt.cwd), worktree=str(rt.worktree),
+        )
+        vote = rt.permissions.vote(request)
+        data = {
+            "permission": permission,
+            "pattern": pattern,
+            "agent": spec.name,
+            "decision": vote.action,
+            "rule": decided.rule.to_dict() if decided.rule else None,
+            "reason": vote.reason,
+            "votes": {name: v.action for name, v in request.votes.items()},
+        }
+        if as_json:
+            print_json(data)
+            return
+        typer.echo(f"{vote.action}  ({permission} {pattern!r}, agent {spec.name})")
+        if decided.rule:
+            r = decided.rule
+            typer.echo(f"rule: {r.permission} {r.pattern!r} {r.action}  [{r.source}]")
+        else:
+            typer.echo("rule: none matched (ask)")
+        if request.votes:
+            typer.echo("votes: " + ", ".join(f"{k}={v.action}" for k, v in request.votes.items()))
+        else:
+            typer.echo("votes: none (no policy plugin voted, so the answer is ask)")
+
+    @perm_app.command("list")
+    def permissions_list(as_json: bool = typer.Option(False, "--json", help=JSON_HELP)) -> None:
+        """List the remembered "always" approvals of this project."""
+        rt = runtime()
+        rows = rt.store.approvals(project=str(rt.worktree), session_id=None)
+        sessions = [s.id for s in rt.store.list_sessions(str(rt.worktree))]
+        for session_id in sessions:
+            rows += [a for a in rt.store.approvals(project=str(rt.worktree), session_id=session_id)
+                     if a.session_id]
+        data = [{"id": a.id, "permission": a.permission, "pattern": a.pattern,
+                 "scope": "session" if a.session_id else "project", "session_id": a.session_id}
+                for a in rows]
+        if as_json:
+            print_json(data)
+            return
+        if not data:
+            typer.echo("No remembered approvals.")
+            return
+        _table(None, ["id", "scope", "permission", "pattern"],
+               [[d["id"], d["scope"], d["permission"], d["pattern"]] for d in data])
+
+    @perm_app.command("revoke")
+    def permissions_revoke(approval_id: str = typer.Argument(..., metavar="ID")) -> None:
+        """Forget a remembered approval."""
+        rt = runtime()
+        if not rt.store.remove_approval(approval_id):
+            raise fail(f"no approval with id '{approval_id}' (see `hookcode permissions list`)")
+        typer.echo(f"revoked {approval_id}")
+
+    # ------------------------------------------------------------------------------ run
+    @app.command("run")
+    def run(
+        message: list[str] = typer.Argument(..., help="What to ask the agent."),
+        model: str = typer.Option(None, "--model", "-m", help="provider/model, e.g. scripted/demo."),
+        agent: str = typer.Option(None, "--agent", help="Agent to run (default: build)."),
+        yes: bool = typer.Option(False, "--yes", "-y", help="Approve permission asks."),
+        as_json: bool = typer.Option(False, "--json", help="Print events as JSON lines."),
+    ) -> None:
+        """Run the agent on MESSAGE until it is done."""
+        from hookcode.session import run_headless
+
+        rt = runtime(yes=yes)
+        try:
+            code = run_headless(rt, " ".join(message), model=model, agent=agent, as_json=as_json)
+        except HookcodeError as exc:
+            raise fail(str(exc)) from None
+        raise typer.Exit(code)

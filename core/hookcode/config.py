@@ -1,0 +1,658 @@
+"""Layered TOML config, validated into pydantic models.
+
+Layers, in order (later wins, deep merge):
+
+1. the global file ``$HOOKCODE_CONFIG_DIR/config.toml``, else
+   ``$XDG_CONFIG_HOME/hookcode/config.toml`` (default ``~/.config/hookcode/config.toml``);
+2. for every directory from the worktree (git root) down to the working directory:
+   ``hookcode.toml`` then ``.hookcode/config.toml``;
+3. ``HOOKCODE_CONFIG``: a file (it must exist);
+4. ``HOOKCODE_CONFIG_CONTENT``: inline TOML, or JSON when it starts with ``{``;
+5. ``HOOKCODE_PERMISSION``: JSON, merged over the ``permission`` key.
+
+A key overridden by a later layer keeps the position it had in the earliest layer that set
+it; new keys are appended (key order is meaning for permission rules).
+
+Core validates the keys it owns (:class:`CoreConfig`); plugins claim the other sections
+through ``config_schema()`` -> ``{dotted pattern: model}``. A pattern has one segment
+(``audit``: the whole top-level value) or two (``tool.bash``, ``provider.*``: sub-tables of a
+top-level table; ``*`` matches one segment). A key nobody claims is an error naming the file
+that set it, or a warning when some plugin is not loaded (it may be that plugin's section).
+"""
+
+from __future__ import annotations
+
+import copy
+import difflib
+import json
+import os
+import tomllib
+import types
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Annotated, Any, Literal, Union, get_args, get_origin
+
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Discriminator,
+    Field,
+    RootModel,
+    Tag,
+    TypeAdapter,
+    ValidationError,
+)
+from pydantic.json_schema import models_json_schema
+
+from hookcode.errors import ConfigError
+
+__all__ = [
+    "Action",
+    "AgentConfig",
+    "Config",
+    "CoreConfig",
+    "Layer",
+    "PermissionConfig",
+    "PermissionValue",
+    "PluginsConfig",
+    "ToolLimits",
+    "TruncationConfig",
+    "config_paths",
+    "deep_merge",
+    "json_schema",
+    "load_config",
+]
+
+CONFIG_ENV = "HOOKCODE_CONFIG"
+CONTENT_ENV = "HOOKCODE_CONFIG_CONTENT"
+PERMISSION_ENV = "HOOKCODE_PERMISSION"
+
+Action = Literal["allow", "deny", "ask"]
+
+# Tagged unions (one branch chosen by the value's shape) give one clean error per bad value
+# instead of one per union branch. The tags appear in pydantic's error locations and are
+# removed from the key paths we report.
+_ACTION_TAG = "@action"
+_TABLE_TAG = "@table"
+
+
+def _shape(value: Any) -> str:
+    return _TABLE_TAG if isinstance(value, dict) else _ACTION_TAG
+
+
+PermissionValue = Annotated[
+    Union[Annotated[Action, Tag(_ACTION_TAG)], Annotated[dict[str, Action], Tag(_TABLE_TAG)]],  # noqa: UP007
+    Discriminator(_shape),
+]
+"""A permission's value: a bare action, or ``{pattern: action}`` in order."""
+
+PermissionConfig = Annotated[
+    Union[  # noqa: UP007
+        Annotated[Action, Tag(_ACTION_TAG)],
+        Annotated[dict[str, PermissionValue], Tag(_TABLE_TAG)],
+    ],
+    Discriminator(_shape),
+]
+"""A ``[permission]`` table (``{permission: value}`` in order), or a bare action (= ``{"*": action}``)."""
+
+
+class _Strict(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+
+class AgentConfig(_Strict):
+    """``[agent.NAME]``: overrides for a built-in agent, or a new agent."""
+
+    description: str | None = None
+    mode: Literal["primary", "subagent", "all"] | None = None
+    model: str | None = None
+    prompt: str | None = None
+    steps: int | None = Field(default=None, ge=1)
+    temperature: float | None = None
+    top_p: float | None = None
+    permission: PermissionConfig | None = None
+    disable: bool = False
+
+
+class ToolLimits(_Strict):
+    """Per-tool output budget (``[truncation.tools.NAME]``); unset = the global budget."""
+
+    max_lines: int | None = Field(default=None, gt=0)
+    max_bytes: int | None = Field(default=None, gt=0)
+
+
+class TruncationConfig(_Strict):
+    """``[truncation]``: the output budget of tool results."""
+
+    max_lines: int = Field(default=2000, gt=0)
+    max_bytes: int = Field(default=51200, gt=0)
+    tools: dict[str, ToolLimits] = {}
+
+
+class PluginsConfig(_Strict):
+    """``[plugins]``: which entry points to load (None = all) and which to block."""
+
+    load: list[str] | None = None
+    block: list[str] = []
+
+
+class CoreConfig(_Strict):
+    """The sections core owns."""
+
+    model: str | None = None
+    small_model: str | None = None
+    default_agent: str | None = None
+    permission: PermissionConfig = {}
+    agent: dict[str, AgentConfig] = {}
+    tools: dict[str, bool] = {}
+    plugins: PluginsConfig = Field(default_factory=PluginsConfig)
+    truncation: TruncationConfig = Field(default_factory=TruncationConfig)
+    experimental: dict[str, Any] = {}
+
+
+CORE_KEYS: tuple[str, ...] = tuple(CoreConfig.model_fields)
+
+KeyPath = tuple[str, ...]
+
+
+@dataclass
+class Layer:
+    """One config source that exists: a file path, or the name of an environment variable."""
+
+    source: str
+    data: dict[str, Any]
+
+
+@dataclass
+class Config:
+    """The loaded config. Attributes of :class:`CoreConfig` are readable directly
+    (``config.model``, ``config.permission``)."""
+
+    core: CoreConfig
+    sections: dict[str, BaseModel] = field(default_factory=dict)
+    raw: dict[str, Any] = field(default_factory=dict)
+    layers: list[Layer] = field(default_factory=list)
+    candidates: list[Path] = field(default_factory=list)
+    provenance: dict[KeyPath, str] = field(default_factory=dict)
+    warnings: list[str] = field(default_factory=list)
+
+    def __getattr__(self, name: str) -> Any:
+        # Only called for names not found normally; never recurse while `core` is unset.
+        if name in CoreConfig.model_fields and "core" in self.__dict__:
+            return getattr(self.core, name)
+        raise AttributeError(f"{type(self).__name__!r} object has no attribute {name!r}")
+
+    def section(self, key: str) -> BaseModel | None:
+        """The validated model of a plugin section by its concrete key (``"tool.bash"``)."""
+        return self.sections.get(key)
+
+    def source_of(self, *key_path: str) -> str | None:
+        """The source (file path or env var) that last set this exact key path."""
+        return self.provenance.get(tuple(key_path))
+
+    def to_dict(self) -> dict[str, Any]:
+        """The effective config, JSON-compatible: core (defaults included, in field order),
+        then the other sections in file order (validated ones dumped, unclaimed ones as is)."""
+        out: dict[str, Any] = self.core.model_dump(mode="json")
+        for key, value in self.raw.items():
+            if key in CORE_KEYS:
+                continue
+            if key in self.sections:
+                out[key] = _dump(self.sections[key])
+            elif isinstance(value, dict):
+                out[key] = {
+                    sub: _dump(self.sections[f"{key}.{sub}"])
+                    if f"{key}.{sub}" in self.sections
+                    else _jsonable(subvalue)
+                    for sub, subvalue in value.items()
+                }
+            else:
+                out[key] = _jsonable(value)
+        return out
+
+
+def _dump(model: BaseModel) -> Any:
+    return model.model_dump(mode="json", by_alias=True)
+
+
+def _jsonable(value: Any) -> Any:
+    return TypeAdapter(Any).dump_python(value, mode="json")
+
+
+# ----------------------------------------------------------------------------- paths
+
+
+def _global_config_dir(env: Mapping[str, str]) -> Path:
+    if env.get("HOOKCODE_CONFIG_DIR"):
+        return Path(env["HOOKCODE_CONFIG_DIR"]).expanduser()
+    xdg = env.get("XDG_CONFIG_HOME", "")
+    if xdg and os.path.isabs(xdg):
+        return Path(xdg) / "hookcode"
+    home = Path(env["HOME"]) if env.get("HOME") else Path.home()
+    return home / ".config" / "hookcode"
+
+
+def _project_dirs(cwd: Path, worktree: Path) -> list[Path]:
+    """Directories from the worktree down to cwd (inclusive); just cwd if it is outside."""
+    cwd, worktree = cwd.resolve(), worktree.resolve()
+    try:
+        relative = cwd.relative_to(worktree)
+    except ValueError:
+        return [cwd]
+    dirs = [worktree]
+    for part in relative.parts:
+        dirs.append(dirs[-1] / part)
+    return dirs
+
+
+def _config_file_from_env(cwd: Path, env: Mapping[str, str]) -> Path | None:
+    value = env.get(CONFIG_ENV, "")
+    if not value:
+        return None
+    path = Path(value).expanduser()
+    return path if path.is_absolute() else cwd / path
+
+
+def config_paths(cwd: Path, worktree: Path, env: Mapping[str, str] = os.environ) -> list[Path]:
+    """Every config file consulted, in layer order, whether it exists or not."""
+    paths = [_global_config_dir(env) / "config.toml"]
+    for directory in _project_dirs(cwd, worktree):
+        paths += [directory / "hookcode.toml", directory / ".hookcode" / "config.toml"]
+    env_file = _config_file_from_env(cwd, env)
+    if env_file is not None:
+        paths.append(env_file)
+    return paths
+
+
+# ----------------------------------------------------------------------------- reading
+
+
+def _parse_toml(text: str, source: str) -> dict[str, Any]:
+    try:
+        return tomllib.loads(text)
+    except tomllib.TOMLDecodeError as exc:
+        raise ConfigError(f"invalid TOML: {exc}", file=source) from None
+
+
+def _parse_json(text: str, source: str) -> Any:
+    try:
+        return json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise ConfigError(f"invalid JSON: {exc}", file=source) from None
+
+
+def _read_file(path: Path) -> dict[str, Any]:
+    try:
+        text = path.read_bytes().decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise ConfigError(f"not valid UTF-8: {exc}", file=str(path)) from None
+    except OSError as exc:
+        raise ConfigError(f"cannot read: {exc.strerror or exc}", file=str(path)) from None
+    return _parse_toml(text, str(path))
+
+
+def _read_layers(
+    cwd: Path, worktree: Path, env: Mapping[str, str]
+) -> tuple[list[Path], list[Layer]]:
+    candidates = config_paths(cwd, worktree, env)
+    env_file = _config_file_from_env(cwd, env)
+    if env_file is not None and not env_file.is_file():
+        why = "is not a file" if env_file.exists() else "does not exist"
+        raise ConfigError(f"the file named by {CONFIG_ENV} {why}", file=str(env_file))
+    layers = [Layer(str(path), _read_file(path)) for path in candidates if path.is_file()]
+
+    content = env.get(CONTENT_ENV, "").strip()
+    if content:
+        # JSON text starting with "{" is an object, or invalid.
+        parse = _parse_json if content.startswith("{") else _parse_toml
+        layers.append(Layer(CONTENT_ENV, parse(content, CONTENT_ENV)))
+
+    permission = env.get(PERMISSION_ENV, "").strip()
+    if permission:
+        value = _parse_json(permission, PERMISSION_ENV)
+        if not isinstance(value, dict | str):
+            raise ConfigError("expected a JSON object (or an action)", file=PERMISSION_ENV)
+        layers.append(Layer(PERMISSION_ENV, {"permission": value}))
+    return candidates, layers
+
+
+# ----------------------------------------------------------------------------- merging
+
+
+def deep_merge(base: dict[str, Any], over: dict[str, Any]) -> dict[str, Any]:
+    """A new dict: ``over`` merged into ``base``. Later wins; tables merge recursively;
+    an overridden key keeps its position in ``base``; new keys are appended."""
+    result = copy.deepcopy(base)
+    _merge_into(result, over)
+    return result
+
+
+def _merge_into(target: dict[str, Any], over: Mapping[str, Any]) -> None:
+    for key, value in over.items():
+        if isinstance(value, dict) and isinstance(target.get(key), dict):
+            _merge_into(target[key], value)
+        else:
+            target[key] = copy.deepcopy(value)
+
+
+def _record_provenance(
+    provenance: dict[KeyPath, str],
+    merged: Any,
+    data: Mapping[str, Any],
+    source: str,
+    prefix: KeyPath = (),
+) -> None:
+    """Note ``source`` as the setter of every key path in ``data``, given the merge so far."""
+    for key, value in data.items():
+        path = (*prefix, key)
+        old = merged.get(key) if isinstance(merged, dict) else None
+        provenance[path] = source
+        if isinstance(value, dict) and isinstance(old, dict):
+            _record_provenance(provenance, old, value, source, path)
+            continue
+        for stale in [p for p in provenance if len(p) > len(path) and p[: len(path)] == path]:
+            del provenance[stale]
+        if isinstance(value, dict):
+            _record_provenance(provenance, None, value, source, path)
+
+
+# ----------------------------------------------------------------------------- validation
+
+
+@dataclass
+class _Problem:
+    path: tuple[str | int, ...]
+    message: str
+
+
+def _dotted(path: Sequence[str | int]) -> str:
+    text = ""
+    for part in path:
+        text += f"[{part}]" if isinstance(part, int) else (f".{part}" if text else part)
+    return text
+
+
+def _suggest(name: str, choices: Sequence[str]) -> str:
+    close = difflib.get_close_matches(name, list(choices), n=1)
+    return f" (did you mean {close[0]!r}?)" if close else ""
+
+
+def _unwrap(annotation: Any) -> Any:
+    """Strip ``Annotated`` and ``| None`` around a type."""
+    while True:
+        origin = get_origin(annotation)
+        if origin is Annotated:
+            annotation = get_args(annotation)[0]
+        elif origin in (Union, types.UnionType):
+            members = [a for a in get_args(annotation) if a is not type(None)]
+            if len(members) != 1:
+                return annotation
+            annotation = members[0]
+        else:
+            return annotation
+
+
+def _model_at(model: type[BaseModel], path: Sequence[str | int]) -> type[BaseModel] | None:
+    """The pydantic model that validates the table at ``path`` inside ``model``, if any."""
+    current: Any = model
+    for part in path:
+        if isinstance(current, type) and issubclass(current, BaseModel):
+            info = current.model_fields.get(str(part))
+            if info is None:
+                return None
+            current = info.annotation
+        elif get_origin(current) is dict:
+            current = get_args(current)[1]
+        else:
+            return None
+        current = _unwrap(current)
+    return current if isinstance(current, type) and issubclass(current, BaseModel) else None
+
+
+def _validation_problems(
+    exc: ValidationError, model: type[BaseModel], prefix: KeyPath
+) -> list[_Problem]:
+    problems = []
+    for error in exc.errors(include_url=False):
+        loc = tuple(p for p in error["loc"] if p not in (_ACTION_TAG, _TABLE_TAG))
+        message = error["msg"]
+        if error["type"] == "extra_forbidden" and loc:
+            owner = _model_at(model, loc[:-1])
+            fields = list(owner.model_fields) if owner else []
+            message = f"unknown key {loc[-1]!r}{_suggest(str(loc[-1]), fields)}"
+        elif error["type"] != "missing" and isinstance(error.get("input"), str | int | float):
+            message += f" (got {error['input']!r})"
+        problems.append(_Problem((*prefix, *loc), message))
+    return problems
+
+
+def _validate(
+    model: type[BaseModel], value: Any, path: KeyPath
+) -> tuple[BaseModel | None, list[_Problem]]:
+    if not isinstance(value, dict) and not issubclass(model, RootModel):
+        return None, [_Problem(path, f"expected a table, got {_type_name(value)}")]
+    try:
+        return model.model_validate(value), []
+    except ValidationError as exc:
+        return None, _validation_problems(exc, model, path)
+
+
+def _type_name(value: Any) -> str:
+    return {
+        str: "a string",
+        bool: "a boolean",
+        int: "an integer",
+        float: "a float",
+        list: "an array",
+    }.get(type(value), type(value).__name__)
+
+
+@dataclass
+class _Claims:
+    whole: dict[str, type[BaseModel]]  # "audit" -> model
+    sub: dict[str, dict[str, type[BaseModel]]]  # "provider" -> {"*": model}, "tool" -> {"bash": ..}
+
+    @classmethod
+    def parse(cls, claimed: Mapping[str, type[BaseModel]]) -> _Claims:
+        claims = cls({}, {})
+        for pattern, model in claimed.items():
+            parts = pattern.split(".")
+            if len(parts) > 2 or not all(parts) or parts[0] == "*":
+                raise ConfigError(
+                    "a section pattern is 'name' or 'name.sub' ('*' = any)", key=pattern
+                )
+            if parts[0] in CORE_KEYS:
+                raise ConfigError("this section is owned by core", key=pattern)
+            if len(parts) == 1:
+                claims.whole[parts[0]] = model
+            else:
+                claims.sub.setdefault(parts[0], {})[parts[1]] = model
+        both = sorted(claims.whole.keys() & claims.sub.keys())
+        if both:
+            raise ConfigError("claimed both as a whole and by sub-table", key=both[0])
+        return claims
+
+    def top_names(self) -> list[str]:
+        return [*CORE_KEYS, *self.whole, *self.sub]
+
+    def sub_names(self, top: str) -> list[str]:
+        return [name for name in self.sub.get(top, {}) if name != "*"]
+
+
+def _check_sections(
+    raw: Mapping[str, Any], claims: _Claims
+) -> tuple[dict[str, BaseModel], list[_Problem], list[KeyPath]]:
+    """Validate every non-core key: (sections, problems, unclaimed key paths)."""
+    sections: dict[str, BaseModel] = {}
+    problems: list[_Problem] = []
+    unclaimed: list[KeyPath] = []
+
+    def check(model: type[BaseModel], value: Any, path: KeyPath) -> None:
+        section, found = _validate(model, value, path)
+        problems.extend(found)
+        if section is not None:
+            sections[".".join(path)] = section
+
+    for key, value in raw.items():
+        if key in CORE_KEYS:
+            continue
+        if key in claims.whole:
+            check(claims.whole[key], value, (key,))
+        elif key in claims.sub:
+            if not isinstance(value, dict):
+                problems.append(_Problem((key,), f"expected a table, got {_type_name(value)}"))
+                continue
+            patterns = claims.sub[key]
+            for sub, subvalue in value.items():
+                model = patterns.get(sub) or patterns.get("*")
+                if model is None:
+                    unclaimed.append((key, sub))
+                else:
+                    check(model, subvalue, (key, sub))
+        else:
+            unclaimed.append((key,))
+    return sections, problems, unclaimed
+
+
+def _source_for(
+    path: Sequence[str | int], provenance: Mapping[KeyPath, str], fallback: str | None
+) -> str | None:
+    """The source that set the longest prefix of ``path`` (list indices end the lookup)."""
+    keys: list[str] = []
+    for part in path:
+        if isinstance(part, int):
+            break
+        keys.append(part)
+    for end in range(len(keys), 0, -1):
+        source = provenance.get(tuple(keys[:end]))
+        if source is not None:
+            return source
+    return fallback
+
+
+def _raise_problems(
+    problems: list[_Problem], provenance: Mapping[KeyPath, str], fallback: str | None
+) -> None:
+    located = [
+        (_source_for(p.path, provenance, fallback), _dotted(p.path), p.message) for p in problems
+    ]
+    if len(located) == 1:
+        file, key, message = located[0]
+        raise ConfigError(message, file=file, key=key or None)
+    files = {file for file, _, _ in located}
+    lines = [
+        ConfigError(message, file=file, key=key or None).args[0] for file, key, message in located
+    ]
+    raise ConfigError(
+        f"{len(lines)} config errors:\n" + "\n".join(lines),
+        file=files.pop() if len(files) == 1 else None,
+    )
+
+
+def _section_paths(path: KeyPath, raw: Mapping[str, Any]) -> list[KeyPath]:
+    """How to name an unclaimed key in a warning: a top-level table made only of tables
+    (``[tool.bash]``, ``[mcp.github]``) is named by its sub-tables, anything else as is."""
+    value = raw[path[0]] if len(path) == 1 else None
+    if isinstance(value, dict) and value and all(isinstance(v, dict) for v in value.values()):
+        return [(*path, sub) for sub in value]
+    return [path]
+
+
+# ----------------------------------------------------------------------------- loading
+
+
+def load_config(
+    cwd: Path,
+    worktree: Path,
+    claimed: Mapping[str, type[BaseModel]] | None = None,
+    *,
+    env: Mapping[str, str] = os.environ,
+    unloaded_plugins: Sequence[str] = (),
+) -> Config:
+    """Read, merge and validate every layer. Raises :class:`ConfigError` naming the file and
+    key of each problem (all problems at once)."""
+    claims = _Claims.parse(claimed or {})
+    candidates, layers = _read_layers(cwd, worktree, env)
+
+    raw: dict[str, Any] = {}
+    provenance: dict[KeyPath, str] = {}
+    for layer in layers:
+        _record_provenance(provenance, raw, layer.data, layer.source)
+        _merge_into(raw, layer.data)
+    fallback = layers[-1].source if layers else None
+
+    problems: list[_Problem] = []
+    core: CoreConfig | None = None
+    core_raw = {key: value for key, value in raw.items() if key in CORE_KEYS}
+    try:
+        core = CoreConfig.model_validate(core_raw)
+    except ValidationError as exc:
+        problems += _validation_problems(exc, CoreConfig, ())
+
+    sections, section_problems, unclaimed = _check_sections(raw, claims)
+    problems += section_problems
+    warnings: list[str] = []
+    for path in unclaimed:
+        if unloaded_plugins:
+            not_loaded = ", ".join(unloaded_plugins)
+            warnings += [
+                f"config key {'.'.join(section)!r} in {_source_for(section, provenance, fallback)}"
+                f" is not used by any loaded plugin (not loaded: {not_loaded})"
+                for section in _section_paths(path, raw)
+            ]
+        else:
+            names = claims.top_names() if len(path) == 1 else claims.sub_names(path[0])
+            hint = _suggest(path[-1], names)
+            problems.append(_Problem(path, f"unknown key {'.'.join(path)!r}{hint}"))
+
+    if problems:
+        _raise_problems(problems, provenance, fallback)
+    assert core is not None
+    return Config(
+        core=core,
+        sections=sections,
+        raw=raw,
+        layers=layers,
+        candidates=candidates,
+        provenance=provenance,
+        warnings=warnings,
+    )
+
+
+# ----------------------------------------------------------------------------- schema
+
+
+def json_schema(claimed: Mapping[str, type[BaseModel]] | None = None) -> dict[str, Any]:
+    """The JSON schema of the whole config file: core's model plus every claimed section."""
+    claims = _Claims.parse(claimed or {})
+    models: list[type[BaseModel]] = [CoreConfig, *claims.whole.values()]
+    models += [model for patterns in claims.sub.values() for model in patterns.values()]
+    refs, defs_schema = models_json_schema([(model, "validation") for model in models])
+    defs: dict[str, Any] = dict(defs_schema.get("$defs", {}))
+
+    def ref(model: type[BaseModel]) -> dict[str, Any]:
+        return dict(refs[(model, "validation")])
+
+    core_name = ref(CoreConfig)["$ref"].rsplit("/", 1)[-1]
+    schema: dict[str, Any] = {
+        "$schema": "https://json-schema.org/draft/2020-12/schema",
+        **defs.pop(core_name),
+        "title": "hookcode config",
+        "description": "hookcode's config file: core's sections and every claimed plugin section.",
+    }
+    properties: dict[str, Any] = dict(schema.get("properties", {}))
+    for name, model in claims.whole.items():
+        properties[name] = ref(model)
+    for name, patterns in claims.sub.items():
+        table: dict[str, Any] = {"type": "object"}
+        named = {sub: ref(model) for sub, model in patterns.items() if sub != "*"}
+        if named:
+            table["properties"] = named
+        table["additionalProperties"] = ref(patterns["*"]) if "*" in patterns else False
+        properties[name] = table
+    schema["properties"] = properties
+    schema["additionalProperties"] = False
+    if defs:
+        schema["$defs"] = defs
+    return schema

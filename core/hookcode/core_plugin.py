@@ -1,0 +1,21 @@
+"""Core's own hook implementations, registered first under the plugin name ``core``."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+import pluggy
+
+from hookcode.hookspecs import PROJECT_NAME
+
+if TYPE_CHECKING:
+    from hookcode.tools import ToolCall, ToolContext, ToolResult
+
+hookimpl = pluggy.HookimplMarker(PROJECT_NAME)
+
+
+@hookimpl(trylast=True)
+async def tool_execute(call: ToolCall, ctx: ToolContext) -> ToolResult:
+    """Run the tool's body with the validated arguments (the innermost ``tool_execute``)."""
+    tool = ctx._tool_obj  # type: ignore[attr-defined]
+    return await tool.execute(ctx._validated, ctx)  # type: ignore[attr-defined]

@@ -1,0 +1,53 @@
+"""The event bus: everything that happens is published here and reaches the ``event`` hook.
+
+Event types: ``session.created``, ``session.updated``, ``message.updated``, ``tool.started``,
+``tool.updated`` (live title/metadata), ``tool.completed``, ``tool.failed``,
+``permission.asked``, ``permission.replied``, ``file.edited``, ``todo.updated``.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from hookcode.plugins import Plugins
+
+__all__ = ["Event", "EventBus"]
+
+
+@dataclass
+class Event:
+    """One event: a dotted ``type`` and its ``properties``."""
+
+    type: str
+    properties: dict[str, Any] = field(default_factory=dict)
+    time: float = field(default_factory=time.time)
+
+
+class EventBus:
+    """Publishes events to in-process subscribers and to the plugins' ``event`` hook."""
+
+    def __init__(self, plugins: Plugins | None = None) -> None:
+        self._plugins = plugins
+        self._subscribers: list[Callable[[Event], None]] = []
+
+    def subscribe(self, callback: Callable[[Event], None]) -> Callable[[], None]:
+        """Call ``callback`` for every event; returns a function that unsubscribes."""
+        self._subscribers.append(callback)
+
+        def unsubscribe() -> None:
+            if callback in self._subscribers:
+                self._subscribers.remove(callback)
+
+        return unsubscribe
+
+    def publish(self, type: str, **properties: Any) -> Event:
+        event = Event(type=type, properties=properties)
+        for callback in list(self._subscribers):
+            callback(event)
+        if self._plugins is not None:
+            self._plugins.call_each("event", event=event)
+        return event

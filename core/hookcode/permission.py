@@ -1,0 +1,453 @@
+"""Permissions: rules, wildcard matching, evaluation, and the ask/reply flow.
+
+A rule is (permission, pattern, action). The effective rules of a call are, in order: the
+agent's default rules, plugin default rules (``permission_defaults``), ``[permission]``,
+``[agent.NAME.permission]``, the session's own rules (a child session's denies), then the
+remembered "always" approvals. The LAST matching rule decides; no match means ``ask``; a
+remembered approval never beats a deny.
+
+Deciding is the job of policy plugins voting in ``permission_ask`` (``policy_rules`` evaluates
+the rules); core combines the votes (deny beats ask beats allow; no vote means ask) and runs
+the ask/reply flow through ``permission_prompt``. With nobody to ask, the answer is reject.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import functools
+import json
+import os
+import re
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any, Literal
+
+from hookcode.errors import PermissionDenied, PermissionRejected, ToolAborted
+
+if TYPE_CHECKING:
+    from hookcode.runtime import Runtime
+    from hookcode.tools import ToolContext
+
+__all__ = [
+    "Action",
+    "Decision",
+    "PermissionRequest",
+    "PermissionService",
+    "Reply",
+    "Rule",
+    "Ruleset",
+    "ShellAnalysis",
+    "Vote",
+    "combine_votes",
+    "deny_message",
+    "expand_home",
+    "rules_from_config",
+    "wildcard_match",
+]
+
+Action = Literal["allow", "deny", "ask"]
+ACTIONS: tuple[str, ...] = ("allow", "deny", "ask")
+
+#: permission names that legacy ``[tools]`` entries map onto ``edit``
+EDIT_ALIASES = ("edit", "write", "patch", "multiedit", "apply_patch")
+
+
+@dataclass(frozen=True)
+class Rule:
+    """One rule. ``source`` says where it came from (``agent:build``, ``config:<file>``,
+    ``plugin:<name>``, ``approval:session``, ...); ``permissions explain`` shows it."""
+
+    permission: str
+    pattern: str
+    action: Action
+    source: str = ""
+
+    def to_dict(self) -> dict[str, str]:
+        return {
+            "permission": self.permission,
+            "pattern": self.pattern,
+            "action": self.action,
+            "source": self.source,
+        }
+
+
+@dataclass
+class Vote:
+    """A policy's vote with an optional reason (a deny's reason is what the model reads)."""
+
+    action: Action
+    reason: str | None = None
+
+
+@dataclass
+class Reply:
+    """A front end's answer to an ``ask``."""
+
+    kind: Literal["once", "always", "reject"]
+    feedback: str | None = None
+    scope: Literal["session", "project"] = "session"
+
+
+@dataclass
+class ShellAnalysis:
+    """What a shell command runs, as ``shell_analyze`` reports it."""
+
+    commands: list[str] = field(default_factory=list)  # the simple commands' texts
+    always: list[str] = field(default_factory=list)  # "always" prefixes (``git log *``)
+    outside_dirs: list[str] = field(default_factory=list)  # directories outside the project
+    opaque: bool = False  # something could not be seen through
+    reasons: list[str] = field(default_factory=list)
+
+
+# ---------------------------------------------------------------------------------------------
+# matching
+# ---------------------------------------------------------------------------------------------
+
+
+@functools.lru_cache(maxsize=4096)
+def _compile(pattern: str) -> re.Pattern[str]:
+    pattern = pattern.replace("\\", "/")
+    optional_tail = pattern.endswith(" *")
+    body = pattern[:-2] if optional_tail else pattern
+    regex = "".join(".*" if c == "*" else "." if c == "?" else re.escape(c) for c in body)
+    if optional_tail:
+        regex += "(?: .*)?"
+    flags = re.DOTALL | (re.IGNORECASE if os.name == "nt" else 0)
+    return re.compile(regex, flags)
+
+
+def wildcard_match(pattern: str, text: str) -> bool:
+    """Match ``text`` against a rule pattern: ``*`` any run (``/`` and newlines included),
+    ``?`` one character, everything else literal; a trailing `` *`` also matches the bare
+    text before it. Backslashes count as ``/``. Anchored at both ends."""
+    if pattern == "*":
+        return True
+    return _compile(pattern).fullmatch(text.replace("\\", "/")) is not None
+
+
+def expand_home(pattern: str, home: str | None = None) -> str:
+    """``~`` / ``$HOME`` alone or as a leading ``~/`` / ``$HOME/`` become the home directory."""
+    home = home if home is not None else os.path.expanduser("~")
+    if pattern in ("~", "$HOME"):
+        return home
+    for prefix in ("~/", "$HOME/"):
+        if pattern.startswith(prefix):
+            return home.rstrip("/") + "/" + pattern[len(prefix) :]
+    return pattern
+
+
+# ---------------------------------------------------------------------------------------------
+# rules from config
+# ---------------------------------------------------------------------------------------------
+
+
+def rules_from_config(value: Any, source: str) -> list[Rule]:
+    """Rules from a ``[permission]``-shaped value: a bare action, or ``{permission: action |
+    {pattern: action}}`` in order. Raises ValueError naming the key for a bad action."""
+    if value is None:
+        return []
+    if isinstance(value, str):
+        return [Rule("*", "*", _action(value, "permission"), source)]
+    if not isinstance(value, Mapping):
+        raise ValueError(f"permission: expected an action or a table, got {type(value).__name__}")
+    rules: list[Rule] = []
+    for key, entry in value.items():
+        if isinstance(entry, str):
+            rules.append(Rule(key, "*", _action(entry, key), source))
+        elif isinstance(entry, Mapping):
+            for pattern, action in entry.items():
+                rules.append(
+                    Rule(key, expand_home(pattern), _action(action, f"{key}.{pattern}"), source)
+                )
+        else:
+            raise ValueError(f"permission.{key}: expected an action or a table of patterns")
+    return rules
+
+
+def rules_from_legacy_tools(tools: Mapping[str, bool], source: str) -> list[Rule]:
+    """Legacy ``[tools] name = true|false`` -> allow/deny rules (write/patch/multiedit -> edit)."""
+    rules: list[Rule] = []
+    for name, enabled in tools.items():
+        permission = "edit" if name in EDIT_ALIASES else name
+        rules.append(Rule(permission, "*", "allow" if enabled else "deny", source))
+    return rules
+
+
+def _action(value: Any, key: str) -> Action:
+    if value not in ACTIONS:
+        raise ValueError(f"permission.{key}: {value!r} is not an action (allow, deny or ask)")
+    return value  # type: ignore[return-value]
+
+
+# ---------------------------------------------------------------------------------------------
+# evaluation
+# ---------------------------------------------------------------------------------------------
+
+
+@dataclass
+class PatternDecision:
+    pattern: str
+    action: Action
+    rule: Rule | None  # the rule that decided; None = nothing matched (ask)
+
+
+@dataclass
+class Decision:
+    action: Action
+    patterns: list[PatternDecision]
+
+    @property
+    def rules(self) -> list[Rule]:
+        return [p.rule for p in self.patterns if p.rule is not None]
+
+
+@dataclass
+class Ruleset:
+    """The effective rules of one agent in one session, approvals kept apart."""
+
+    rules: list[Rule] = field(default_factory=list)
+    approvals: list[Rule] = field(default_factory=list)
+
+    def last_match(self, permission: str, pattern: str) -> Rule | None:
+        for rule in reversed(self.rules):
+            if wildcard_match(rule.permission, permission) and wildcard_match(rule.pattern, pattern):
+                return rule
+        return None
+
+    def decide_one(self, permission: str, pattern: str) -> PatternDecision:
+        rule = self.last_match(permission, pattern)
+        action: Action = rule.action if rule is not None else "ask"
+        if action == "ask":
+            for approval in reversed(self.approvals):
+                if wildcard_match(approval.permission, permission) and wildcard_match(
+                    approval.pattern, pattern
+                ):
+                    return PatternDecision(pattern, "allow", approval)
+        return PatternDecision(pattern, action, rule)
+
+    def evaluate(self, permission: str, patterns: Iterable[str]) -> Decision:
+        """Deny if any pattern is denied, else ask if any asks, else allow (no patterns: allow)."""
+        decisions: list[PatternDecision] = []
+        overall: Action = "allow"
+        for pattern in patterns:
+            decision = self.decide_one(permission, pattern)
+            decisions.append(decision)
+            if decision.action == "deny":
+                return Decision("deny", decisions)
+            if decision.action == "ask":
+                overall = "ask"
+        return Decision(overall, decisions)
+
+    def disabled(self, permission: str) -> bool:
+        """A tool is hidden when the last rule matching its permission (pattern ignored) is
+        a deny with pattern ``*``."""
+        for rule in reversed(self.rules):
+            if wildcard_match(rule.permission, permission):
+                return rule.pattern == "*" and rule.action == "deny"
+        return False
+
+    def matching(self, permission: str) -> list[Rule]:
+        """The rules whose permission matches (for messages)."""
+        return [r for r in self.rules if wildcard_match(r.permission, permission)]
+
+
+def deny_message(rules: list[Rule]) -> str:
+    relevant = [{"permission": r.permission, "pattern": r.pattern, "action": r.action} for r in rules]
+    return (
+        "The user has specified a rule which prevents you from using this specific tool call. "
+        f"Here are some of the relevant rules {json.dumps(relevant)}"
+    )
+
+
+def combine_votes(votes: Iterable[Vote]) -> Vote:
+    """Deny beats ask beats allow; no vote at all is ask."""
+    seen = list(votes)
+    for action in ("deny", "ask", "allow"):
+        for vote in seen:
+            if vote.action == action:
+                return vote
+    return Vote("ask", "no policy voted")
+
+
+def as_vote(value: Any) -> Vote | None:
+    if value is None:
+        return None
+    if isinstance(value, Vote):
+        return value
+    if isinstance(value, str) and value in ACTIONS:
+        return Vote(value)  # type: ignore[arg-type]
+    raise TypeError(f"a permission_ask vote must be 'allow', 'deny', 'ask' or a Vote, not {value!r}")
+
+
+# ---------------------------------------------------------------------------------------------
+# the ask/reply flow
+# ---------------------------------------------------------------------------------------------
+
+
+@dataclass
+class PermissionRequest:
+    """One permission request, as policies (``permission_ask``) and front ends
+    (``permission_prompt``) see it."""
+
+    id: str
+    session_id: str
+    permission: str
+    patterns: list[str]
+    always: list[str]
+    metadata: dict[str, Any]
+    agent: str
+    tool: dict[str, Any]  # {"name", "call_id", "message_id"}
+    ruleset: Ruleset
+    cwd: str = ""
+    worktree: str = ""
+    #: per-policy votes, filled in by core as they arrive (``{plugin: Vote}``)
+    votes: dict[str, Vote] = field(default_factory=dict)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "id": self.id,
+            "session_id": self.session_id,
+            "permission": self.permission,
+            "patterns": self.patterns,
+            "always": self.always,
+            "metadata": self.metadata,
+            "agent": self.agent,
+            "tool": self.tool,
+        }
+
+
+class PermissionService:
+    """Runs ``ctx.ask``: votes, then (for ``ask``) the prompt, remembering ``always`` replies."""
+
+    def __init__(self, runtime: Runtime) -> None:
+        self.runtime = runtime
+        self._locks: dict[str, asyncio.Lock] = {}
+        self._seq = 0
+        self._rejected_upto: dict[str, int] = {}
+        #: requests waiting for an answer, by id
+        self.pending: dict[str, PermissionRequest] = {}
+
+    def vote(self, request: PermissionRequest) -> Vote:
+        """Ask every policy; combine their votes."""
+        votes: list[Vote] = []
+        for plugin, value, error in self.runtime.plugins.call_each_outcomes(
+            "permission_ask", request=request
+        ):
+            if error is not None:
+                vote = Vote("ask", f"policy {plugin} failed: {error}")
+            else:
+                try:
+                    vote = as_vote(value)
+                except TypeError as exc:
+                    self.runtime.plugins.report(plugin, "permission_ask", exc)
+                    vote = Vote("ask", f"policy {plugin} returned an invalid vote")
+            if vote is not None:
+                request.votes[plugin] = vote
+                votes.append(vote)
+        return combine_votes(votes)
+
+    async def ask(
+        self,
+        ctx: ToolContext,
+        *,
+        permission: str,
+        patterns: list[str],
+        always: list[str] | None,
+        metadata: dict[str, Any],
+    ) -> None:
+        runtime = self.runtime
+        self._seq += 1
+        seq = self._seq
+        request = PermissionRequest(
+            id=runtime.new_id("per"),
+            session_id=ctx.session_id,
+            permission=permission,
+            patterns=patterns,
+            always=always if always is not None else list(patterns),
+            metadata=metadata,
+            agent=ctx.agent,
+            tool={"name": ctx.tool, "call_id": ctx.call_id, "message_id": ctx.message_id},
+            ruleset=runtime.ruleset(ctx.agent, ctx.session_id),
+            cwd=str(runtime.cwd),
+            worktree=str(runtime.worktree),
+        )
+        vote = self.vote(request)
+        if vote.action == "allow":
+            return
+        if vote.action == "deny":
+            raise PermissionDenied(
+                vote.reason or deny_message(request.ruleset.matching(permission)),
+                rules=request.ruleset.matching(permission),
+            )
+
+        lock = self._locks.setdefault(ctx.session_id, asyncio.Lock())
+        self.pending[request.id] = request
+        try:
+            async with lock:
+                if self._rejected_upto.get(ctx.session_id, 0) >= seq:
+                    raise PermissionRejected()
+                # an "always" given while we waited may cover this request now
+                request.ruleset = runtime.ruleset(ctx.agent, ctx.session_id)
+                request.votes.clear()
+                vote = self.vote(request)
+                if vote.action == "allow":
+                    return
+                if vote.action == "deny":
+                    raise PermissionDenied(
+                        vote.reason or deny_message(request.ruleset.matching(permission)),
+                        rules=request.ruleset.matching(permission),
+                    )
+                runtime.events.publish("permission.asked", **request.to_dict())
+                reply = await self._prompt(request, ctx)
+                runtime.events.publish(
+                    "permission.replied",
+                    session_id=ctx.session_id,
+                    request_id=request.id,
+                    reply=reply.kind,
+                    scope=reply.scope,
+                    feedback=reply.feedback,
+                )
+                if reply.kind == "once":
+                    return
+                if reply.kind == "always":
+                    self.remember(request, reply.scope)
+                    return
+                self._rejected_upto[ctx.session_id] = self._seq
+                runtime.refusals.append(request)
+                raise PermissionRejected(feedback=reply.feedback)
+        finally:
+            self.pending.pop(request.id, None)
+
+    async def _prompt(self, request: PermissionRequest, ctx: ToolContext) -> Reply:
+        plugins = self.runtime.plugins
+        if not plugins.has_impls("permission_prompt"):
+            return Reply("reject")
+        loop = asyncio.get_running_loop()
+        future = loop.run_in_executor(
+            self.runtime.executor,
+            lambda: plugins.call_first("permission_prompt", request=request),
+        )
+        abort = asyncio.ensure_future(ctx.abort.wait())
+        try:
+            done, _ = await asyncio.wait({future, abort}, return_when=asyncio.FIRST_COMPLETED)
+        finally:
+            abort.cancel()
+        if future not in done:
+            raise ToolAborted()
+        reply = future.result()
+        if reply is None:
+            return Reply("reject")
+        if isinstance(reply, str):
+            reply = Reply(reply)  # type: ignore[arg-type]
+        return reply
+
+    def remember(self, request: PermissionRequest, scope: str) -> None:
+        store = self.runtime.store
+        session_id = request.session_id if scope == "session" else None
+        for pattern in request.always:
+            store.add_approval(
+                project=str(self.runtime.worktree),
+                permission=request.permission,
+                pattern=pattern,
+                session_id=session_id,
+            )

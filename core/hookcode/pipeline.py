@@ -1,0 +1,310 @@
+"""``invoke``: the single choke point every tool call passes.
+
+From the model, ``batch``, a sub-agent, MCP or the CLI's ``tools call``, in this order:
+
+1. resolve the tool for the agent (a case-insensitive match, else an error naming the
+   available tools);
+2. parse and validate the arguments (defaults applied; errors name each bad field);
+3. ``tool_execute_before`` hooks, then validate again;
+4. the permission pre-check (tools that do not ask themselves), then ``tool_execute``
+   (wrappers, then the tool) under the tool's timeout and the abort signal;
+5. truncation, unless the tool set ``metadata["truncated"]`` itself;
+6. ``tool_execute_after`` (success) or ``tool_execute_error`` (failure);
+7. the call is recorded (store, events): pending -> running -> completed | error.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import inspect
+import time
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+from hookcode.errors import (
+    PermissionRefused,
+    ToolAborted,
+    ToolBlocked,
+    ToolError,
+    ToolTimeout,
+)
+from hookcode.store import ToolPartRecord
+from hookcode.tools import ToolResult
+
+if TYPE_CHECKING:
+    import pluggy
+
+    from hookcode.registry import ToolEntry
+    from hookcode.tools import ToolCall, ToolContext
+
+__all__ = ["Outcome", "invoke"]
+
+
+@dataclass
+class Outcome:
+    """The end of one call: a result, or the error it failed with."""
+
+    call: ToolCall
+    result: ToolResult | None = None
+    error: BaseException | None = None
+
+    @property
+    def ok(self) -> bool:
+        return self.error is None
+
+    @property
+    def error_text(self) -> str | None:
+        return None if self.error is None else _message(self.error)
+
+    def to_dict(self) -> dict[str, Any]:
+        if self.result is not None and self.error is None:
+            data = self.result.to_dict()
+            data["error"] = None
+            return data
+        return {"title": "", "output": "", "metadata": {}, "attachments": [],
+                "error": self.error_text}
+
+
+class HookFailed(ToolError):
+    """A tool-call hook raised: the call fails closed, naming the plugin."""
+
+    def __init__(self, plugin: str, hook: str, exc: BaseException):
+        super().__init__(f"Plugin '{plugin}' failed in {hook}: {type(exc).__name__}: {exc}")
+        self.plugin = plugin
+        self.hook = hook
+        self.__cause__ = exc
+
+
+def _message(exc: BaseException) -> str:
+    text = str(exc)
+    if isinstance(exc, ToolError):
+        return text
+    return text or type(exc).__name__
+
+
+async def invoke(call: ToolCall, ctx: ToolContext) -> Outcome:
+    """Run one call through the whole pipeline; never raises for a failing call (the
+    Outcome carries the error), except for cancellation of the caller's task."""
+    runtime = ctx.runtime
+    plugins = runtime.plugins
+    ctx.tool = call.tool
+    part = ToolPartRecord(
+        id=call.call_id,
+        session_id=call.session_id,
+        tool=str(call.tool),
+        state="running",
+        input=call.args if not isinstance(call.args, str) else {"raw": call.args},
+        message_id=call.message_id,
+        time_start=time.time(),
+    )
+    runtime.record_part(part)
+    runtime.events.publish("tool.started", session_id=call.session_id, call_id=call.call_id,
+                           tool=call.tool)
+    entry: ToolEntry | None = None
+    try:
+        # 1. resolve
+        entry = runtime.registry.resolve(call.tool, call.agent, call.session_id, call.model)
+        tool = entry.tool
+        call.tool = ctx.tool = tool.name
+        # 2. validate (defaults applied)
+        validated = tool.validate(call.args)
+        call.args = tool.dump(validated)
+        part.tool, part.input = tool.name, call.args
+        # 3. before hooks, then validate again
+        if plugins.has_impls("tool_execute_before"):
+            await _before_hooks(plugins, call, ctx)
+            validated = tool.validate(call.args)
+            call.args = tool.dump(validated)
+            part.input = call.args
+        # 4. permission pre-check, then tool_execute under timeout and abort
+        if ctx.abort.is_set():
+            raise ToolAborted()
+        if not tool.asks_permission:
+            await ctx.ask(tool.permission_name, ["*"], ["*"])
+        ctx._validated = validated  # type: ignore[attr-defined]
+        ctx._tool_obj = tool  # type: ignore[attr-defined]
+        result = await _guarded(_execute_chain(plugins, call, ctx), ctx, runtime.timeout_for(tool))
+        # 5. truncation
+        if "truncated" not in result.metadata:
+            runtime.truncate(result, tool, ctx)
+        # 6. after hooks
+        for impl in plugins.impls("tool_execute_after"):
+            try:
+                value = plugins._call(impl, "tool_execute_after",
+                                      {"call": call, "result": result, "ctx": ctx})
+                if inspect.isawaitable(value):
+                    await value
+            except Exception as exc:
+                raise HookFailed(impl.plugin_name, "tool_execute_after", exc) from exc
+        outcome = Outcome(call, result=result)
+    except asyncio.CancelledError:
+        outcome = Outcome(call, error=ToolAborted())
+        _finish(runtime, part, outcome)
+        raise
+    except Exception as exc:
+        outcome = Outcome(call, error=exc)
+        outcome = await _error_hooks(plugins, call, ctx, outcome)
+    _finish(runtime, part, outcome)
+    return outcome
+
+
+async def _before_hooks(plugins: Any, call: ToolCall, ctx: ToolContext) -> None:
+    for impl in plugins.impls("tool_execute_before"):
+        try:
+            value = plugins._call(impl, "tool_execute_before", {"call": call, "ctx": ctx})
+            if inspect.isawaitable(value):
+                await value
+        except ToolBlocked:
+            raise
+        except Exception as exc:
+            raise HookFailed(impl.plugin_name, "tool_execute_before", exc) from exc
+        if not isinstance(call.args, dict):
+            raise HookFailed(impl.plugin_name, "tool_execute_before",
+                             TypeError("call.args must stay a dict"))
+
+
+async def _guarded(coro: Any, ctx: ToolContext, timeout: float | None) -> ToolResult:
+    """Run ``coro`` until it finishes, the abort signal fires, or the timeout passes."""
+    task = asyncio.ensure_future(coro)
+    abort = asyncio.ensure_future(ctx.abort.wait())
+    try:
+        done, _ = await asyncio.wait({task, abort}, timeout=timeout,
+                                     return_when=asyncio.FIRST_COMPLETED)
+    except asyncio.CancelledError:
+        task.cancel()
+        raise
+    finally:
+        abort.cancel()
+    if task in done:
+        return task.result()
+    task.cancel()
+    try:
+        await task
+    except BaseException:  # noqa: BLE001 - the tool's own reaction to cancellation
+        pass
+    if abort in done or ctx.abort.is_set():
+        raise ToolAborted()
+    raise ToolTimeout(f"Tool execution timed out after {timeout:g} seconds")
+
+
+async def _execute_chain(plugins: Any, call: ToolCall, ctx: ToolContext) -> ToolResult:
+    """``tool_execute`` as pluggy would call it (firstresult, new-style wrappers), but with
+    async support and each failure attributed to its plugin."""
+    impls: list[pluggy.HookImpl] = plugins.impls("tool_execute")
+    wrappers = [i for i in impls if i.wrapper or i.hookwrapper]
+    plain = [i for i in impls if not (i.wrapper or i.hookwrapper)]
+    kwargs = {"call": call, "ctx": ctx}
+
+    async def innermost() -> ToolResult:
+        for impl in plain:
+            value = plugins._call(impl, "tool_execute", kwargs)
+            if inspect.isawaitable(value):
+                value = await value
+            if value is not None:
+                if isinstance(value, str):
+                    value = ToolResult(output=value)
+                if not isinstance(value, ToolResult):
+                    raise HookFailed(impl.plugin_name, "tool_execute",
+                                     TypeError(f"returned {type(value).__name__}, not a ToolResult"))
+                return value
+        raise ToolError(f"no tool_execute implementation answered for tool '{call.tool}'")
+
+    async def run(index: int) -> ToolResult:
+        if index == len(wrappers):
+            return await innermost()
+        impl = wrappers[index]
+        return await _run_wrapper(plugins, impl, kwargs, lambda: run(index + 1))
+
+    return await run(0)
+
+
+async def _run_wrapper(plugins: Any, impl: Any, kwargs: dict[str, Any], inner: Any) -> ToolResult:
+    name = impl.plugin_name
+    try:
+        gen = plugins._call(impl, "tool_execute", kwargs)
+        is_async = inspect.isasyncgen(gen)
+        if is_async:
+            await gen.__anext__()
+        else:
+            next(gen)
+    except (StopIteration, StopAsyncIteration) as exc:
+        raise HookFailed(name, "tool_execute", RuntimeError("wrapper did not yield")) from exc
+    except Exception as exc:
+        raise HookFailed(name, "tool_execute", exc) from exc
+
+    try:
+        result = await inner()
+    except BaseException as exc:
+        # hand the failure to the wrapper; it may re-raise it (normal) or replace it
+        try:
+            if is_async:
+                await gen.athrow(exc)
+            else:
+                gen.throw(exc)
+        except StopIteration as stop:
+            return stop.value if stop.value is not None else _reraise(exc)
+        except StopAsyncIteration:
+            raise exc from None
+        except BaseException as raised:
+            if raised is exc:
+                raise
+            if isinstance(raised, asyncio.CancelledError):
+                raise
+            raise HookFailed(name, "tool_execute", raised) from raised
+        raise HookFailed(name, "tool_execute", RuntimeError("wrapper yielded twice")) from None
+
+    try:
+        if is_async:
+            await gen.asend(result)
+        else:
+            gen.send(result)
+    except StopIteration as stop:
+        value = stop.value
+        return value if isinstance(value, ToolResult) else result
+    except StopAsyncIteration:
+        return result
+    except Exception as exc:
+        raise HookFailed(name, "tool_execute", exc) from exc
+    raise HookFailed(name, "tool_execute", RuntimeError("wrapper yielded twice"))
+
+
+def _reraise(exc: BaseException) -> ToolResult:
+    raise exc
+
+
+async def _error_hooks(plugins: Any, call: ToolCall, ctx: ToolContext, outcome: Outcome) -> Outcome:
+    error = outcome.error
+    assert error is not None
+    recoverable = not isinstance(error, PermissionRefused | ToolAborted)
+    for impl in plugins.impls("tool_execute_error"):
+        try:
+            value = plugins._call(impl, "tool_execute_error",
+                                  {"call": call, "error": error, "ctx": ctx})
+            if inspect.isawaitable(value):
+                value = await value
+        except Exception as exc:
+            plugins.report(impl.plugin_name, "tool_execute_error", exc)
+            continue
+        if recoverable and isinstance(value, ToolResult):
+            return Outcome(call, result=value)
+    return outcome
+
+
+def _finish(runtime: Any, part: ToolPartRecord, outcome: Outcome) -> None:
+    part.time_end = time.time()
+    if outcome.ok and outcome.result is not None:
+        result = outcome.result
+        part.state = "completed"
+        part.output = result.output
+        part.title = result.title
+        part.metadata = result.metadata
+        part.attachments = [a.to_dict() for a in result.attachments]
+        runtime.record_part(part)
+        runtime.events.publish("tool.completed", session_id=part.session_id, call_id=part.id,
+                               tool=part.tool, title=result.title)
+    else:
+        part.state = "error"
+        part.error = outcome.error_text
+        runtime.record_part(part)
+        runtime.events.publish("tool.failed", session_id=part.session_id, call_id=part.id,
+                               tool=part.tool, error=part.error)

@@ -1,0 +1,359 @@
+"""Plugin loading and hook calling.
+
+:func:`create_plugins` builds a fresh :class:`Plugins` (there is no module-global plugin
+manager): it registers core's own implementations, then reads the ``hookcode`` entry-point
+group once and loads each plugin inside its own try/except. A plugin that fails to import,
+fails pluggy's validation or implements a hook that does not exist is recorded as failed and
+skipped with one line on stderr; everything else keeps working.
+
+Environment:
+    ``HOOKCODE_LOAD_PLUGINS=a,b``  load only these entry points (empty: none)
+    ``HOOKCODE_BLOCK_PLUGINS=a,b`` never load these
+    ``HOOKCODE_TRACE_PLUGINS=1``   trace plugin loading and every hook call on stderr
+"""
+
+from __future__ import annotations
+
+import difflib
+import inspect
+import os
+import sys
+import time
+from collections.abc import Iterator, Mapping
+from dataclasses import dataclass, field
+from typing import IO, Any, Literal
+
+import pluggy
+
+from hookcode import hookspecs
+from hookcode.errors import PluginError
+
+__all__ = ["PluginInfo", "Plugins", "create_plugins", "hookimpl"]
+
+hookimpl = pluggy.HookimplMarker(hookspecs.PROJECT_NAME)
+
+ENTRY_POINT_GROUP = "hookcode"
+Status = Literal["loaded", "failed", "disabled"]
+
+
+@dataclass
+class PluginInfo:
+    """What ``hookcode plugins list`` shows of one plugin."""
+
+    name: str
+    distribution: str | None = None
+    version: str | None = None
+    status: Status = "loaded"
+    error: str | None = None
+    hooks: list[str] = field(default_factory=list)
+    module: str | None = None
+    order: int = 0
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "name": self.name,
+            "distribution": self.distribution,
+            "version": self.version,
+            "hooks": self.hooks,
+            "status": self.status,
+            "error": self.error,
+            "module": self.module,
+        }
+
+
+def _env_list(value: str | None) -> list[str] | None:
+    if value is None:
+        return None
+    return [item.strip() for item in value.split(",") if item.strip()]
+
+
+class Plugins:
+    """A pluggy plugin manager plus what hookcode needs around it: per-plugin records,
+    registration order, and hook calls that isolate each implementation."""
+
+    def __init__(self, *, strict: bool = False, trace: bool = False, stderr: IO[str] | None = None):
+        self.pm = pluggy.PluginManager(hookspecs.PROJECT_NAME)
+        self.pm.add_hookspecs(hookspecs)
+        self.strict = strict
+        self.trace = trace
+        self._stderr = stderr
+        self.infos: dict[str, PluginInfo] = {}
+        self._history: list[tuple[str, dict[str, Any]]] = []
+        self._order = 0
+        self._spec_names = {
+            name for name in dir(hookspecs) if hasattr(getattr(self.pm.hook, name, None), "spec")
+        }
+
+    @property
+    def stderr(self) -> IO[str]:
+        return self._stderr or sys.stderr
+
+    def warn(self, line: str) -> None:
+        print(f"hookcode: {line}", file=self.stderr, flush=True)
+
+    # -- registration -------------------------------------------------------------------------
+    def register(
+        self,
+        plugin: object,
+        name: str,
+        *,
+        distribution: str | None = None,
+        version: str | None = None,
+        module: str | None = None,
+    ) -> PluginInfo:
+        """Register a plugin object; a failure is recorded (and raised in strict mode)."""
+        self._order += 1
+        info = PluginInfo(
+            name=name, distribution=distribution, version=version, module=module, order=self._order
+        )
+        if name in self.infos and self.infos[name].status == "loaded":
+            info.status, info.error = "failed", f"a plugin named {name!r} is already registered"
+            self._failed(info)
+            return info
+        try:
+            self.pm.register(plugin, name=name)
+        except Exception as exc:  # pluggy.PluginValidationError and friends
+            info.status, info.error = "failed", _describe(exc)
+            self._failed(info)
+            return info
+        unknown = [
+            caller.name
+            for caller in self.pm.get_hookcallers(plugin) or []
+            if not caller.has_spec()
+            and not all(impl.optionalhook for impl in caller.get_hookimpls() if impl.plugin is plugin)
+        ]
+        if unknown:
+            self.pm.unregister(plugin)
+            problems = []
+            for hook in unknown:
+                close = difflib.get_close_matches(hook, sorted(self._spec_names), n=1)
+                hint = f" (did you mean {close[0]!r}?)" if close else ""
+                problems.append(f"unknown hook {hook!r}{hint}")
+            info.status, info.error = "failed", "; ".join(problems)
+            self._failed(info)
+            return info
+        info.hooks = sorted(c.name for c in self.pm.get_hookcallers(plugin) or [])
+        self.infos[name] = info
+        self._replay_history(plugin)
+        return info
+
+    def unregister(self, name: str) -> None:
+        plugin = self.pm.get_plugin(name)
+        if plugin is not None:
+            self.pm.unregister(plugin)
+        self.infos.pop(name, None)
+
+    def _failed(self, info: PluginInfo) -> None:
+        self.infos[info.name] = info
+        where = info.distribution or info.module or "?"
+        if info.version:
+            where += f" {info.version}"
+        self.warn(f"plugin {info.name!r} ({where}) failed to load: {info.error}; skipped")
+
+    def disabled(self, name: str, reason: str, *, distribution: str | None = None,
+                 version: str | None = None, module: str | None = None) -> None:
+        self._order += 1
+        self.infos[name] = PluginInfo(
+            name=name, distribution=distribution, version=version, module=module,
+            status="disabled", error=reason, order=self._order,
+        )
+
+    def load_entrypoints(self, env: Mapping[str, str] = os.environ) -> None:
+        """Load every plugin of the ``hookcode`` entry-point group, each in isolation."""
+        from importlib.metadata import entry_points
+
+        only = _env_list(env.get("HOOKCODE_LOAD_PLUGINS"))
+        blocked = set(_env_list(env.get("HOOKCODE_BLOCK_PLUGINS")) or [])
+        seen: set[str] = set()
+        found = []
+        for ep in entry_points(group=ENTRY_POINT_GROUP):
+            dist = ep.dist
+            dist_name = dist.metadata["Name"] if dist is not None else None
+            if ep.name in seen:
+                continue  # the same distribution reachable twice on sys.path
+            seen.add(ep.name)
+            found.append((ep, dist_name, dist.version if dist is not None else None))
+
+        def order(item: Any) -> tuple[int, str, str]:
+            ep, dist_name, _ = item
+            if dist_name and dist_name.lower().startswith("hookcode"):
+                return (0, ep.name, "")
+            return (1, (dist_name or "").lower(), ep.name)
+
+        for ep, dist_name, version in sorted(found, key=order):
+            if only is not None and ep.name not in only:
+                self.disabled(ep.name, "not selected by HOOKCODE_LOAD_PLUGINS",
+                              distribution=dist_name, version=version, module=ep.value)
+                continue
+            if ep.name in blocked:
+                self.disabled(ep.name, "blocked by HOOKCODE_BLOCK_PLUGINS",
+                              distribution=dist_name, version=version, module=ep.value)
+                continue
+            started = time.perf_counter()
+            try:
+                plugin = ep.load()
+            except BaseException as exc:  # noqa: BLE001 - a plugin must never take us down
+                if isinstance(exc, KeyboardInterrupt):
+                    raise
+                info = PluginInfo(
+                    name=ep.name, distribution=dist_name, version=version, module=ep.value,
+                    status="failed", error=_describe(exc),
+                )
+                self._order += 1
+                info.order = self._order
+                self._failed(info)
+                continue
+            self.register(plugin, ep.name, distribution=dist_name, version=version, module=ep.value)
+            if self.trace:
+                ms = (time.perf_counter() - started) * 1000
+                self.warn(f"trace: loaded plugin {ep.name!r} ({dist_name} {version}) in {ms:.1f} ms")
+        if self.strict:
+            self.raise_failures()
+
+    def raise_failures(self) -> None:
+        failed = [i for i in self.infos.values() if i.status == "failed"]
+        if failed:
+            lines = "\n".join(f"  {i.name} ({i.distribution or i.module}): {i.error}" for i in failed)
+            raise PluginError(f"{len(failed)} plugin(s) failed to load (--strict-plugins):\n{lines}")
+
+    # -- introspection ------------------------------------------------------------------------
+    def loaded(self) -> list[PluginInfo]:
+        return [i for i in self.infos.values() if i.status == "loaded"]
+
+    def not_loaded(self) -> list[PluginInfo]:
+        return [i for i in self.infos.values() if i.status != "loaded"]
+
+    def impls(self, hook: str) -> list[pluggy.HookImpl]:
+        """Implementations in pluggy's call order (last registered first, tryfirst/trylast)."""
+        caller = getattr(self.pm.hook, hook)
+        return list(reversed(caller.get_hookimpls()))
+
+    def impls_in_registration_order(self, hook: str) -> list[pluggy.HookImpl]:
+        impls = getattr(self.pm.hook, hook).get_hookimpls()
+        return sorted(impls, key=lambda impl: self._info_order(impl.plugin_name))
+
+    def _info_order(self, name: str) -> int:
+        info = self.infos.get(name)
+        return info.order if info else 1 << 30
+
+    def has_impls(self, hook: str) -> bool:
+        return bool(getattr(self.pm.hook, hook).get_hookimpls())
+
+    # -- calling ------------------------------------------------------------------------------
+    def report(self, plugin: str, hook: str, exc: BaseException) -> None:
+        self.warn(f"plugin {plugin!r} raised in hook {hook!r}: {_describe(exc)} (skipped)")
+
+    def _call(self, impl: pluggy.HookImpl, hook: str, kwargs: Mapping[str, Any]) -> Any:
+        args = [kwargs[name] for name in impl.argnames]
+        if not self.trace:
+            return impl.function(*args)
+        started = time.perf_counter()
+        try:
+            return impl.function(*args)
+        finally:
+            ms = (time.perf_counter() - started) * 1000
+            self.warn(f"trace: hook {hook} -> {impl.plugin_name} ({ms:.2f} ms)")
+
+    def call_each_outcomes(
+        self, hook: str, *, registration_order: bool = False, **kwargs: Any
+    ) -> Iterator[tuple[str, Any, BaseException | None]]:
+        """Call every implementation; yield (plugin, result, exception) for each."""
+        impls = (
+            self.impls_in_registration_order(hook) if registration_order else self.impls(hook)
+        )
+        for impl in impls:
+            if impl.wrapper or impl.hookwrapper:
+                continue
+            try:
+                value = self._call(impl, hook, kwargs)
+                if inspect.iscoroutine(value):
+                    value.close()
+                    raise TypeError(f"hook {hook!r} does not take async implementations")
+            except Exception as exc:
+                yield impl.plugin_name, None, exc
+            else:
+                yield impl.plugin_name, value, None
+
+    def call_each(self, hook: str, **kwargs: Any) -> list[Any]:
+        """Lifecycle call: every implementation in pluggy's order; a raising one is reported
+        with its plugin's name and skipped. Returns the non-None results."""
+        results = []
+        for plugin, value, error in self.call_each_outcomes(hook, **kwargs):
+            if error is not None:
+                self.report(plugin, hook, error)
+            elif value is not None:
+                results.append(value)
+        return results
+
+    def collect(self, hook: str, **kwargs: Any) -> list[tuple[str, Any]]:
+        """Registration call: (plugin, result) in registration order; raising ones skipped."""
+        out = []
+        for plugin, value, error in self.call_each_outcomes(
+            hook, registration_order=True, **kwargs
+        ):
+            if error is not None:
+                self.report(plugin, hook, error)
+            elif value is not None:
+                out.append((plugin, value))
+        return out
+
+    def call_first(self, hook: str, **kwargs: Any) -> Any:
+        """firstresult call: the first non-None result; raising implementations skipped."""
+        for plugin, value, error in self.call_each_outcomes(hook, **kwargs):
+            if error is not None:
+                self.report(plugin, hook, error)
+            elif value is not None:
+                return value
+        return None
+
+    def historic(self, hook: str, **kwargs: Any) -> None:
+        """Call a historic hook: every current implementation now (isolated), and every plugin
+        registered later as it registers."""
+        self._history.append((hook, kwargs))
+        self.call_each(hook, **kwargs)
+
+    def _replay_history(self, plugin: object) -> None:
+        for hook, kwargs in self._history:
+            for impl in getattr(self.pm.hook, hook).get_hookimpls():
+                if impl.plugin is not plugin or impl.wrapper or impl.hookwrapper:
+                    continue
+                try:
+                    self._call(impl, hook, kwargs)
+                except Exception as exc:
+                    self.report(impl.plugin_name, hook, exc)
+
+
+def _describe(exc: BaseException) -> str:
+    text = str(exc).strip().splitlines()
+    first = text[0] if text else ""
+    return f"{type(exc).__name__}: {first}" if first else type(exc).__name__
+
+
+def create_plugins(
+    *,
+    env: Mapping[str, str] = os.environ,
+    strict: bool = False,
+    entrypoints: bool = True,
+    extra: Mapping[str, object] | None = None,
+    stderr: IO[str] | None = None,
+) -> Plugins:
+    """A fresh plugin manager: core's own implementations, then the entry-point plugins, then
+    ``extra`` ({name: plugin}) in order."""
+    from hookcode import core_plugin
+
+    plugins = Plugins(strict=strict, trace=bool(env.get("HOOKCODE_TRACE_PLUGINS")), stderr=stderr)
+    plugins.register(core_plugin, "core", distribution="hookcode-core", version=_core_version())
+    if entrypoints:
+        plugins.load_entrypoints(env)
+    for name, plugin in (extra or {}).items():
+        plugins.register(plugin, name)
+    if strict:
+        plugins.raise_failures()
+    return plugins
+
+
+def _core_version() -> str | None:
+    from hookcode import __version__
+
+    return __version__
+

@@ -1,0 +1,164 @@
+"""The tool registry: which tools exist, who registered them, and which an agent is offered.
+
+Tools come from every plugin's ``tool`` hook in registration order; for a name clash the later
+registration wins and the loser is kept as *shadowed* (``tools list`` shows it). Tools may be
+registered at run time too (:meth:`Registry.register`), replacing a tool of the same name.
+"""
+
+from __future__ import annotations
+
+import copy
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+from hookcode.errors import UnknownTool
+from hookcode.tools import Tool
+
+if TYPE_CHECKING:
+    from hookcode.runtime import Runtime
+
+__all__ = ["Registry", "ToolEntry"]
+
+#: tools that all use the ``edit`` permission for hiding
+EDIT_TOOLS = ("edit", "write", "multiedit", "patch", "apply_patch")
+
+
+@dataclass
+class ToolEntry:
+    tool: Tool
+    plugin: str
+    distribution: str | None = None
+    shadows: list[ToolEntry] = field(default_factory=list)
+
+    @property
+    def name(self) -> str:
+        return self.tool.name
+
+    @property
+    def permission(self) -> str:
+        """The permission that hides this tool (the edit family all use ``edit``)."""
+        if self.tool.name in EDIT_TOOLS and self.tool.permission is None:
+            return "edit"
+        return self.tool.permission_name
+
+    def to_dict(self, *, schema: bool = False) -> dict[str, Any]:
+        data: dict[str, Any] = {
+            "name": self.tool.name,
+            "plugin": self.plugin,
+            "distribution": self.distribution,
+            "description": self.tool.description,
+            "permission": self.permission,
+            "shadows": [{"plugin": s.plugin, "distribution": s.distribution} for s in self.shadows],
+        }
+        if schema:
+            data["parameters"] = self.tool.parameters
+        return data
+
+
+class Registry:
+    def __init__(self, runtime: Runtime) -> None:
+        self.runtime = runtime
+        self._entries: dict[str, ToolEntry] | None = None
+
+    # -- building -----------------------------------------------------------------------------
+    def _build(self) -> dict[str, ToolEntry]:
+        plugins = self.runtime.plugins
+        entries: dict[str, ToolEntry] = {}
+        for plugin, tools in plugins.collect("tool"):
+            info = plugins.infos.get(plugin)
+            if not isinstance(tools, list | tuple):
+                tools = [tools]
+            for tool in tools:
+                if not isinstance(tool, Tool):
+                    plugins.warn(
+                        f"plugin {plugin!r} returned {tool!r} from its tool hook, which is not a "
+                        "Tool (decorate the function with @hookcode.tool); skipped"
+                    )
+                    continue
+                self._add(entries, ToolEntry(tool, plugin, info.distribution if info else None))
+        return entries
+
+    def _add(self, entries: dict[str, ToolEntry], entry: ToolEntry) -> None:
+        entry.tool.plugin = entry.plugin
+        entry.tool.distribution = entry.distribution
+        previous = entries.get(entry.name)
+        if previous is not None:
+            entry.shadows = [*previous.shadows, ToolEntry(previous.tool, previous.plugin,
+                                                          previous.distribution)]
+            self.runtime.plugins.warn(
+                f"tool {entry.name!r} from plugin {entry.plugin!r} shadows the one from "
+                f"plugin {previous.plugin!r}"
+            )
+        entries[entry.name] = entry
+
+    @property
+    def entries(self) -> dict[str, ToolEntry]:
+        if self._entries is None:
+            self._entries = self._build()
+        return self._entries
+
+    def register(self, tool: Tool, plugin: str = "runtime") -> ToolEntry:
+        """Add a tool at run time, replacing (and shadowing) one of the same name."""
+        info = self.runtime.plugins.infos.get(plugin)
+        entry = ToolEntry(tool, plugin, info.distribution if info else None)
+        self._add(self.entries, entry)
+        return entry
+
+    def unregister(self, name: str) -> None:
+        self.entries.pop(name, None)
+
+    def get(self, name: str) -> ToolEntry | None:
+        return self.entries.get(name)
+
+    # -- per agent ----------------------------------------------------------------------------
+    def available(
+        self, agent: str, session_id: str | None = None, model: str | None = None
+    ) -> list[ToolEntry]:
+        """The tools offered to ``agent``: hidden when its rules deny the tool's permission
+        for ``*``, and filtered for the model family (apply_patch vs edit/write/multiedit)."""
+        ruleset = self.runtime.ruleset(agent, session_id, approvals=False)
+        out = []
+        for entry in self.entries.values():
+            if ruleset.disabled(entry.permission):
+                continue
+            if model is not None and not _model_allows(model, entry.name):
+                continue
+            out.append(entry)
+        return out
+
+    def resolve(
+        self, name: str, agent: str, session_id: str | None = None, model: str | None = None
+    ) -> ToolEntry:
+        """The tool ``name`` as ``agent`` may call it; a case-insensitive match is accepted;
+        otherwise UnknownTool naming the available tools."""
+        available = self.available(agent, session_id, model)
+        by_name = {e.name: e for e in available}
+        if name in by_name:
+            return by_name[name]
+        folded = [e for e in available if e.name.lower() == str(name).lower()]
+        if len(folded) == 1:
+            return folded[0]
+        names = ", ".join(sorted(by_name)) or "none"
+        raise UnknownTool(f"Model tried to call unavailable tool '{name}'. Available tools: {names}.")
+
+    def definitions(
+        self, agent: str, session_id: str | None = None, model: str | None = None
+    ) -> list[dict[str, Any]]:
+        """Tool definitions as the model sees them, after the ``tool_definition`` hook."""
+        out = []
+        for entry in self.available(agent, session_id, model):
+            definition = copy.deepcopy(entry.tool.definition())
+            self.runtime.plugins.call_each(
+                "tool_definition", tool_id=entry.name, definition=definition
+            )
+            out.append(definition)
+        return out
+
+
+def _model_allows(model: str, tool: str) -> bool:
+    wants_patch = "gpt-" in model and "oss" not in model and "gpt-4" not in model
+    if tool == "apply_patch":
+        return wants_patch
+    if tool in ("edit", "write", "multiedit"):
+        return not wants_patch
+    return True

@@ -1,0 +1,345 @@
+"""The runtime: one object tying plugins, config, registry, permissions, store and events
+together for a working directory. Built by :class:`Runtime` (never a module global)."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+from typing import IO, TYPE_CHECKING, Any
+
+from hookcode.agents import AgentSpec
+from hookcode.errors import ConfigError, HookcodeError
+from hookcode.events import EventBus
+from hookcode.filetime import FileTimes
+from hookcode.ids import new_id
+from hookcode.permission import (
+    PermissionService,
+    Rule,
+    Ruleset,
+    rules_from_config,
+    rules_from_legacy_tools,
+)
+from hookcode.plugins import Plugins, create_plugins
+from hookcode.registry import Registry
+
+if TYPE_CHECKING:
+    from hookcode.config import Config
+    from hookcode.permission import PermissionRequest
+    from hookcode.store import SessionRecord, Store, ToolPartRecord
+    from hookcode.tools import Tool, ToolContext, ToolResult
+    from hookcode.truncate import Truncator
+
+__all__ = ["Runtime", "data_dir_for", "find_worktree"]
+
+#: worker threads for sync tools: enough for a full batch (25) plus prompts
+THREADS = 32
+
+
+def find_worktree(cwd: Path) -> Path:
+    """The git root of ``cwd`` (a directory holding ``.git``), else ``cwd`` itself."""
+    for directory in (cwd, *cwd.parents):
+        if (directory / ".git").exists():
+            return directory
+    return cwd
+
+
+def data_dir_for(env: Mapping[str, str]) -> Path:
+    """``HOOKCODE_DATA_DIR``, else the platform's user data directory."""
+    configured = env.get("HOOKCODE_DATA_DIR")
+    if configured:
+        return Path(configured).expanduser()
+    import platformdirs
+
+    return Path(platformdirs.user_data_dir("hookcode", appauthor=False))
+
+
+def realpath_nearest(path: Path) -> Path:
+    """The real path of ``path``, or of its nearest existing ancestor plus the rest."""
+    missing: list[str] = []
+    current = path
+    while not current.exists() and current != current.parent:
+        missing.append(current.name)
+        current = current.parent
+    resolved = Path(os.path.realpath(current))
+    for name in reversed(missing):
+        resolved = resolved / name
+    return resolved
+
+
+class Runtime:
+    """Everything a session or a CLI command needs, for one working directory."""
+
+    def __init__(
+        self,
+        *,
+        cwd: str | Path | None = None,
+        env: Mapping[str, str] | None = None,
+        plugins: Plugins | None = None,
+        strict_plugins: bool = False,
+        extra_plugins: Mapping[str, object] | None = None,
+        stderr: IO[str] | None = None,
+    ) -> None:
+        self.env: dict[str, str] = dict(os.environ if env is None else env)
+        self.cwd = Path(os.path.realpath(Path(cwd) if cwd is not None else Path.cwd()))
+        if not self.cwd.is_dir():
+            raise HookcodeError(f"working directory {self.cwd} does not exist or is not a directory")
+        self.worktree = find_worktree(self.cwd)
+        self.plugins = plugins or create_plugins(
+            env=self.env, strict=strict_plugins, extra=extra_plugins, stderr=stderr
+        )
+        self.events = EventBus(self.plugins)
+        self.data_dir = data_dir_for(self.env)
+        self.config: Config = self._load_config()
+        self.registry = Registry(self)
+        self.permissions = PermissionService(self)
+        self.executor = ThreadPoolExecutor(max_workers=THREADS, thread_name_prefix="hookcode")
+        #: permission requests refused in this runtime (``hookcode run`` reports them)
+        self.refusals: list[PermissionRequest] = []
+        #: extra rules per session (a child session's denies), after the config's rules
+        self.session_rules: dict[str, list[Rule]] = {}
+        self._store: Store | None = None
+        self._truncator: Truncator | None = None
+        self._file_times: dict[str, FileTimes] = {}
+        self._agents: dict[str, AgentSpec] | None = None
+        self._base_rules: dict[str, list[Rule]] = {}
+
+    # -- config -------------------------------------------------------------------------------
+    def _load_config(self) -> Config:
+        from hookcode.config import load_config
+
+        claimed: dict[str, Any] = {}
+        owners: dict[str, str] = {}
+        for plugin, sections in self.plugins.collect("config_schema"):
+            if not isinstance(sections, Mapping):
+                self.plugins.warn(f"plugin {plugin!r}: config_schema must return a dict; ignored")
+                continue
+            for pattern, model in sections.items():
+                if pattern in owners and owners[pattern] != plugin:
+                    raise ConfigError(
+                        f"config section '{pattern}' is claimed by two plugins: "
+                        f"{owners[pattern]!r} and {plugin!r}",
+                        key=pattern,
+                    )
+                owners[pattern] = plugin
+                claimed[pattern] = model
+        self.config_owners = owners
+        config = load_config(
+            self.cwd,
+            self.worktree,
+            claimed,
+            env=self.env,
+            unloaded_plugins=[i.name for i in self.plugins.not_loaded()],
+        )
+        for warning in config.warnings:
+            self.plugins.warn(warning)
+        self.plugins.historic("config", config=config)
+        return config
+
+    # -- lazily opened parts ------------------------------------------------------------------
+    @property
+    def store(self) -> Store:
+        if self._store is None:
+            from hookcode.store import Store
+
+            self._store = Store(self.data_dir / "hookcode.db")
+        return self._store
+
+    @property
+    def truncator(self) -> Truncator:
+        if self._truncator is None:
+            from hookcode.truncate import Truncator
+
+            self._truncator = Truncator(self.data_dir)
+        return self._truncator
+
+    def new_id(self, prefix: str) -> str:
+        return new_id(prefix)
+
+    def file_times(self, session_id: str) -> FileTimes:
+        times = self._file_times.get(session_id)
+        if times is None:
+            times = self._file_times[session_id] = FileTimes()
+        return times
+
+    def is_inside_project(self, path: Path) -> bool:
+        real = realpath_nearest(path)
+        if real == self.cwd or self.cwd in real.parents:
+            return True
+        if self.worktree != Path("/") and (real == self.worktree or self.worktree in real.parents):
+            return True
+        return False
+
+    # -- agents and rules ---------------------------------------------------------------------
+    def agents(self) -> dict[str, AgentSpec]:
+        """Every agent: from the ``agent`` hook (later replaces earlier), then ``[agent.NAME]``."""
+        if self._agents is None:
+            agents: dict[str, AgentSpec] = {}
+            for plugin, specs in self.plugins.collect(
+                "agent", config=self.config, data_dir=self.data_dir
+            ):
+                for spec in specs if isinstance(specs, list | tuple) else [specs]:
+                    if not isinstance(spec, AgentSpec):
+                        self.plugins.warn(f"plugin {plugin!r}: agent hook returned {spec!r}; ignored")
+                        continue
+                    spec.plugin = spec.plugin or plugin
+                    agents[spec.name] = spec
+            for name, cfg in self.config.core.agent.items():
+                if cfg.disable:
+                    agents.pop(name, None)
+                elif name in agents:
+                    agents[name] = agents[name].with_config(cfg)
+                else:
+                    agents[name] = AgentSpec(name=name, mode="all", plugin="config").with_config(cfg)
+            self._agents = agents
+        return self._agents
+
+    @property
+    def default_agent(self) -> str:
+        return self.config.core.default_agent or "build"
+
+    def agent(self, name: str | None = None) -> AgentSpec:
+        name = name or self.default_agent
+        agents = self.agents()
+        if name in agents:
+            return agents[name]
+        if name == self.default_agent and not agents:
+            return AgentSpec(name=name, description="(no agent plugin loaded)", mode="primary")
+        available = ", ".join(sorted(agents)) or "none"
+        raise HookcodeError(f"unknown agent '{name}'; available agents: {available}")
+
+    def base_rules(self, agent_name: str) -> list[Rule]:
+        """Agent defaults -> plugin defaults -> ``[permission]`` -> ``[agent.NAME.permission]``."""
+        cached = self._base_rules.get(agent_name)
+        if cached is not None:
+            return cached
+        spec = self.agent(agent_name)
+        rules: list[Rule] = [
+            r if r.source else Rule(r.permission, r.pattern, r.action, f"agent:{spec.name}")
+            for r in spec.permission
+        ]
+        own = Ruleset(list(rules))
+        for plugin, extra in self.plugins.collect("permission_defaults", agent=spec):
+            for rule in extra:
+                if not isinstance(rule, Rule):
+                    self.plugins.warn(f"plugin {plugin!r}: permission_defaults returned {rule!r}")
+                    continue
+                if rule.action != "deny" and own.disabled(rule.permission):
+                    continue  # never reopen what the agent closed
+                if not rule.source:
+                    rule = Rule(rule.permission, rule.pattern, rule.action, f"plugin:{plugin}")
+                rules.append(rule)
+        core = self.config.core
+        rules += rules_from_legacy_tools(core.tools, self._source("tools"))
+        rules += self._config_rules(core.permission, ("permission",))
+        agent_cfg = core.agent.get(spec.name)
+        if agent_cfg is not None and agent_cfg.permission is not None:
+            rules += self._config_rules(agent_cfg.permission, ("agent", spec.name, "permission"))
+        self._base_rules[agent_name] = rules
+        return rules
+
+    def _config_rules(self, value: Any, path: tuple[str, ...]) -> list[Rule]:
+        rules = []
+        for rule in rules_from_config(_plain(value), "config"):
+            key = () if value == rule.action and isinstance(value, str) else (rule.permission,)
+            rules.append(Rule(rule.permission, rule.pattern, rule.action,
+                              self._source(*path, *key)))
+        return rules
+
+    def _source(self, *key: str) -> str:
+        source = None
+        for end in range(len(key), 0, -1):
+            source = self.config.source_of(*key[:end])
+            if source:
+                break
+        return f"config:{source}" if source else "config"
+
+    def ruleset(self, agent: str, session_id: str | None = None, *, approvals: bool = True) -> Ruleset:
+        rules = list(self.base_rules(agent))
+        if session_id is not None:
+            rules += self.session_rules.get(session_id, [])
+        remembered: list[Rule] = []
+        if approvals:
+            for record in self.store.approvals(project=str(self.worktree), session_id=session_id):
+                scope = "session" if record.session_id else "project"
+                remembered.append(Rule(record.permission, record.pattern, "allow",
+                                       f"approval:{scope}:{record.id}"))
+        return Ruleset(rules, remembered)
+
+    def invalidate(self) -> None:
+        """Forget cached agents and rules (after the config or the plugins changed)."""
+        self._agents = None
+        self._base_rules.clear()
+
+    # -- tool calls ---------------------------------------------------------------------------
+    def timeout_for(self, tool: Tool) -> float | None:
+        return tool.timeout
+
+    def truncate(self, result: ToolResult, tool: Tool, ctx: ToolContext) -> None:
+        limits = self.config.core.truncation
+        max_lines, max_bytes = limits.max_lines, limits.max_bytes
+        own = limits.tools.get(tool.name)
+        if own is not None:
+            max_lines = own.max_lines or max_lines
+            max_bytes = own.max_bytes or max_bytes
+        has_task = "task" in self.registry.entries and not self.ruleset(
+            ctx.agent, ctx.session_id, approvals=False
+        ).disabled("task")
+        cut = self.truncator.truncate(
+            result.output,
+            max_lines=max_lines,
+            max_bytes=max_bytes,
+            direction=getattr(tool, "truncate_direction", "head"),
+            has_task=has_task,
+        )
+        result.metadata["truncated"] = cut.truncated
+        if cut.truncated:
+            result.output = cut.content
+            result.metadata["outputPath"] = str(cut.output_path)
+
+    def record_part(self, part: ToolPartRecord) -> None:
+        self.store.save_tool_part(part)
+
+    # -- sessions -----------------------------------------------------------------------------
+    def create_session(
+        self,
+        *,
+        title: str = "",
+        agent: str | None = None,
+        model: str | None = None,
+        parent_id: str | None = None,
+    ) -> SessionRecord:
+        record = self.store.create_session(
+            project=str(self.worktree),
+            directory=str(self.cwd),
+            title=title,
+            agent=agent or self.default_agent,
+            model=model,
+            parent_id=parent_id,
+            id=new_id("ses"),
+        )
+        self.events.publish("session.created", session_id=record.id, title=title,
+                            parent_id=parent_id)
+        return record
+
+    def close(self) -> None:
+        self.executor.shutdown(wait=False, cancel_futures=True)
+        if self._store is not None:
+            self._store.close()
+            self._store = None
+
+    def __enter__(self) -> Runtime:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+
+def _plain(value: Any) -> Any:
+    """Config values as plain dicts/strings (pydantic models dumped, order kept)."""
+    if hasattr(value, "model_dump"):
+        return value.model_dump()
+    if isinstance(value, Mapping):
+        return {k: _plain(v) for k, v in value.items()}
+    return value

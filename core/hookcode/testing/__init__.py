@@ -1,0 +1,162 @@
+"""The test kit for hookcode and its plugins.
+
+Registered with pytest through the ``pytest11`` entry point, so in any project that has
+hookcode installed these fixtures are available:
+
+* ``hookcode_env`` — an isolated world: a project directory, a data directory and a config
+  directory in ``tmp_path``, environment variables pointing at them; build runtimes with
+  ``hookcode_env.runtime()``, write config with ``hookcode_env.write_config(...)``, and
+  register a plugin for this test only with ``hookcode_env.register(plugin, name)``.
+* ``hookcode_runtime`` — ``hookcode_env.runtime()``.
+* ``hookcode_plugins`` — a fresh plugin manager (entry points loaded).
+
+Outside fixtures: :func:`invoke_tool` runs one call through the whole pipeline, and
+:class:`ScriptedModel` replays scripted assistant turns so the agent loop runs offline.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+from hookcode.permission import Reply
+from hookcode.plugins import hookimpl
+from hookcode.testing.scripted import ScriptedModel, ToolCallSpec, Turn
+
+__all__ = [
+    "HookcodeEnv",
+    "ReplyWith",
+    "ScriptedModel",
+    "ToolCallSpec",
+    "Turn",
+    "ainvoke_tool",
+    "invoke_tool",
+]
+
+
+class ReplyWith:
+    """A front end that answers every permission ask with ``kind`` (``once``, ``always`` or
+    ``reject``) and records the requests it saw."""
+
+    def __init__(self, kind: str = "once", *, scope: str = "session", feedback: str | None = None):
+        self.reply = Reply(kind, feedback=feedback, scope=scope)  # type: ignore[arg-type]
+        self.requests: list[Any] = []
+
+    @hookimpl
+    def permission_prompt(self, request: Any) -> Reply:
+        self.requests.append(request)
+        return self.reply
+
+
+async def ainvoke_tool(
+    runtime: Any,
+    name: str,
+    args: Mapping[str, Any] | str | None = None,
+    *,
+    agent: str | None = None,
+    session_id: str | None = None,
+    model: str | None = None,
+) -> Any:
+    """Run one call through ``pipeline.invoke`` in a (new) session; returns the Outcome."""
+    from hookcode.pipeline import invoke
+    from hookcode.tools import ToolCall, ToolContext
+
+    agent = agent or runtime.default_agent
+    if session_id is None:
+        session_id = runtime.create_session(title=f"invoke {name}", agent=agent).id
+    call = ToolCall(
+        tool=name,
+        args=dict(args) if isinstance(args, Mapping) else (args if args is not None else {}),
+        call_id=runtime.new_id("call"),
+        session_id=session_id,
+        agent=agent,
+        model=model,
+    )
+    ctx = ToolContext(runtime, session_id=session_id, call_id=call.call_id, agent=agent,
+                      model=model, tool=name)
+    return await invoke(call, ctx)
+
+
+def invoke_tool(runtime: Any, name: str, args: Mapping[str, Any] | str | None = None,
+                **kwargs: Any) -> Any:
+    """Sync :func:`ainvoke_tool` (runs its own event loop)."""
+    return asyncio.run(ainvoke_tool(runtime, name, args, **kwargs))
+
+
+class HookcodeEnv:
+    """An isolated hookcode world under one directory."""
+
+    def __init__(self, root: Path, *, base_env: Mapping[str, str] | None = None) -> None:
+        self.root = root
+        self.project = root / "project"
+        self.data_dir = root / "data"
+        self.config_dir = root / "config"
+        self.home = root / "home"
+        for directory in (self.project, self.data_dir, self.config_dir, self.home):
+            directory.mkdir(parents=True, exist_ok=True)
+        env = dict(os.environ if base_env is None else base_env)
+        for key in list(env):
+            if key.startswith("HOOKCODE_"):
+                del env[key]
+        env.update(
+            HOOKCODE_DATA_DIR=str(self.data_dir),
+            XDG_CONFIG_HOME=str(self.config_dir),
+            XDG_DATA_HOME=str(self.root / "xdg-data"),
+            HOME=str(self.home),
+        )
+        self.env: dict[str, str] = env
+        self.plugins: dict[str, object] = {}
+        self._runtimes: list[Any] = []
+
+    def register(self, plugin: object, name: str | None = None) -> object:
+        """Register ``plugin`` in every runtime built from now on (for this test only)."""
+        self.plugins[name or getattr(plugin, "__name__", None) or type(plugin).__name__] = plugin
+        return plugin
+
+    def write_config(self, content: str | Mapping[str, Any], *, where: str = "project") -> Path:
+        """Write ``hookcode.toml`` in the project (``where="global"``: the user config)."""
+        text = content if isinstance(content, str) else _to_toml(content)
+        if where == "global":
+            path = self.config_dir / "hookcode" / "config.toml"
+        else:
+            path = self.project / "hookcode.toml"
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(text)
+        return path
+
+    def runtime(self, *, cwd: Path | None = None, entrypoints: bool = True,
+                strict: bool = False, **env: str) -> Any:
+        from hookcode.plugins import create_plugins
+        from hookcode.runtime import Runtime
+
+        full_env = {**self.env, **env}
+        plugins = create_plugins(env=full_env, strict=strict, entrypoints=entrypoints,
+                                 extra=self.plugins)
+        runtime = Runtime(cwd=cwd or self.project, env=full_env, plugins=plugins)
+        self._runtimes.append(runtime)
+        return runtime
+
+    def close(self) -> None:
+        for runtime in self._runtimes:
+            runtime.close()
+        self._runtimes.clear()
+
+
+def _to_toml(data: Mapping[str, Any], prefix: str = "") -> str:
+    """A small TOML writer for test configs (tables, strings, numbers, bools, lists)."""
+    lines: list[str] = []
+    tables: list[tuple[str, Mapping[str, Any]]] = []
+    for key, value in data.items():
+        if isinstance(value, Mapping):
+            tables.append((key, value))
+        else:
+            lines.append(f"{json.dumps(key)} = {json.dumps(value)}")
+    out = "\n".join(lines)
+    for key, value in tables:
+        name = f"{prefix}.{json.dumps(key)}" if prefix else json.dumps(key)
+        out += f"\n[{name}]\n" + _to_toml(value, name)
+    return out.strip() + "\n"

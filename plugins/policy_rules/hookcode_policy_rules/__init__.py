@@ -1,0 +1,118 @@
+"""policy_rules: the built-in agents with their default rules, and the rules as votes.
+
+The agents (reference/permissions.md §6): ``build`` and ``plan`` (primary), ``general`` and
+``explore`` (sub-agents), and the hidden ``compaction``, ``title`` and ``summary``. Every agent
+starts from the base ruleset; custom agents from ``[agent.NAME]`` config start from it too.
+
+The vote: the effective rules of the request (agent defaults, plugin defaults, ``[permission]``,
+``[agent.NAME.permission]``, session rules, remembered approvals) evaluated last-match-wins.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from hookcode import AgentSpec, Rule, Vote, hookimpl
+from hookcode.permission import PermissionRequest, deny_message
+
+BUILTIN = ("build", "plan", "general", "explore", "compaction", "title", "summary")
+
+
+def base_rules(data_dir: Path) -> list[Rule]:
+    spill = (Path(data_dir) / "tool-output").as_posix()
+    src = "agent:base"
+    return [
+        Rule("*", "*", "allow", src),
+        Rule("doom_loop", "*", "ask", src),
+        Rule("external_directory", "*", "ask", src),
+        Rule("external_directory", f"{spill}/*", "allow", src),
+        Rule("question", "*", "deny", src),
+        Rule("plan_enter", "*", "deny", src),
+        Rule("plan_exit", "*", "deny", src),
+        Rule("read", "*", "allow", src),
+        Rule("read", "*.env", "ask", src),
+        Rule("read", "*.env.*", "ask", src),
+        Rule("read", "*.env.example", "allow", src),
+    ]
+
+
+def builtin_agents(data_dir: Path) -> list[AgentSpec]:
+    base = base_rules(data_dir)
+    plans = (Path(data_dir) / "plans").as_posix()
+    spill = (Path(data_dir) / "tool-output").as_posix()
+
+    def rules(name: str, *extra: tuple[str, str, str]) -> list[Rule]:
+        return [*base, *(Rule(p, pat, a, f"agent:{name}") for p, pat, a in extra)]
+
+    explore_allow = ("grep", "glob", "list", "bash", "webfetch", "websearch", "codesearch", "read")
+    return [
+        AgentSpec(
+            name="build",
+            description="The default agent: reads, edits and runs code with the tools allowed.",
+            mode="primary",
+            permission=rules("build", ("question", "*", "allow"), ("plan_enter", "*", "allow")),
+        ),
+        AgentSpec(
+            name="plan",
+            description="Plans without editing: edits are denied except plan files.",
+            mode="primary",
+            permission=rules(
+                "plan",
+                ("question", "*", "allow"),
+                ("plan_exit", "*", "allow"),
+                ("external_directory", f"{plans}/*", "allow"),
+                ("edit", "*", "deny"),
+                ("edit", ".hookcode/plans/*.md", "allow"),
+                ("edit", f"{plans}/*.md", "allow"),
+            ),
+        ),
+        AgentSpec(
+            name="general",
+            description=(
+                "General-purpose agent for researching complex questions and executing "
+                "multi-step tasks."
+            ),
+            mode="subagent",
+            permission=rules("general", ("todoread", "*", "deny"), ("todowrite", "*", "deny")),
+        ),
+        AgentSpec(
+            name="explore",
+            description=(
+                "Fast agent for exploring codebases: finds files by pattern, searches code, "
+                "reads files. Cannot edit."
+            ),
+            mode="subagent",
+            permission=rules(
+                "explore",
+                ("*", "*", "deny"),
+                *((name, "*", "allow") for name in explore_allow),
+                ("external_directory", "*", "ask"),
+                ("external_directory", f"{spill}/*", "allow"),
+            ),
+        ),
+        *(
+            AgentSpec(name=name, description=f"Internal {name} agent.", mode="hidden",
+                      permission=[Rule("*", "*", "deny", f"agent:{name}")])
+            for name in ("compaction", "title", "summary")
+        ),
+    ]
+
+
+@hookimpl
+def agent(config: Any, data_dir: Path) -> list[AgentSpec]:
+    agents = builtin_agents(data_dir)
+    # a custom agent from config starts from the base ruleset (its own rules are appended by
+    # core from [agent.NAME.permission])
+    for name in getattr(config, "agent", {}) or {}:
+        if name not in BUILTIN:
+            agents.append(AgentSpec(name=name, mode="all", permission=base_rules(data_dir)))
+    return agents
+
+
+@hookimpl
+def permission_ask(request: PermissionRequest) -> Vote:
+    decision = request.ruleset.evaluate(request.permission, request.patterns)
+    if decision.action == "deny":
+        return Vote("deny", deny_message(request.ruleset.matching(request.permission)))
+    return Vote(decision.action)

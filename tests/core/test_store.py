@@ -1,0 +1,585 @@
+"""The SQLite store: CRUD, ordering, migrations, WAL, threads, processes and kill -9."""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import re
+import signal
+import sqlite3
+import subprocess
+import sys
+import textwrap
+import threading
+import time
+from pathlib import Path
+
+import hookcode.store as store_module
+import pytest
+from hookcode.store import (
+    MIGRATIONS,
+    ApprovalRecord,
+    Store,
+    StoreError,
+    ToolPartRecord,
+    _split_statements,
+)
+
+CORE_DIR = Path(store_module.__file__).resolve().parents[1]
+
+
+@pytest.fixture
+def db_path(tmp_path: Path) -> Path:
+    return tmp_path / "data" / "hookcode.db"
+
+
+@pytest.fixture
+def store(db_path: Path):
+    st = Store(db_path)
+    yield st
+    st.close()
+
+
+def integrity(path: Path) -> str:
+    conn = sqlite3.connect(path)
+    try:
+        return conn.execute("PRAGMA integrity_check").fetchone()[0]
+    finally:
+        conn.close()
+
+
+def run_python(code: str, *args: str) -> subprocess.Popen:
+    env = {
+        **os.environ,
+        "PYTHONPATH": os.pathsep.join([str(CORE_DIR), os.environ.get("PYTHONPATH", "")]),
+    }
+    return subprocess.Popen(
+        [sys.executable, "-c", textwrap.dedent(code), *args],
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+
+
+# -- opening -----------------------------------------------------------------------------------
+
+
+def test_creates_parent_dirs_and_schema(db_path: Path, store: Store) -> None:
+    assert db_path.is_file()
+    assert store.path == db_path
+    assert store.version == len(MIGRATIONS)
+
+
+def test_pragmas(db_path: Path, store: Store) -> None:
+    conn = store._conn
+    assert conn.execute("PRAGMA journal_mode").fetchone()[0] == "wal"
+    assert conn.execute("PRAGMA busy_timeout").fetchone()[0] == 5000
+    assert conn.execute("PRAGMA synchronous").fetchone()[0] == 1  # NORMAL
+    assert conn.execute("PRAGMA foreign_keys").fetchone()[0] == 1
+    # WAL is a property of the file: a fresh connection sees it too
+    other = sqlite3.connect(db_path)
+    assert other.execute("PRAGMA journal_mode").fetchone()[0] == "wal"
+    other.close()
+
+
+def test_memory_store() -> None:
+    st = Store(":memory:")
+    assert st.path == ":memory:"
+    s = st.create_session(project="p", directory="/d")
+    assert st.get_session(s.id) == s
+    st.close()
+
+
+def test_not_a_database_names_the_file(tmp_path: Path) -> None:
+    bad = tmp_path / "bad.db"
+    bad.write_bytes(b"this is not sqlite at all" * 100)
+    with pytest.raises(StoreError, match=r"bad\.db"):
+        Store(bad)
+
+
+def test_writes_are_visible_at_once_to_another_connection(db_path: Path, store: Store) -> None:
+    s = store.create_session(project="p", directory="/d", title="t")
+    other = sqlite3.connect(db_path)
+    assert other.execute("SELECT title FROM sessions WHERE id = ?", (s.id,)).fetchone() == ("t",)
+    other.close()
+
+
+def test_close_is_idempotent_and_context_manager(db_path: Path) -> None:
+    with Store(db_path) as st:
+        st.create_session(project="p", directory="/d")
+    st.close()
+    with pytest.raises(StoreError):
+        st.list_sessions()
+
+
+# -- sessions ----------------------------------------------------------------------------------
+
+
+def test_session_crud(store: Store, db_path: Path) -> None:
+    s = store.create_session(project="proj", directory="/w", title="hello", model="m/x")
+    assert s.id.startswith("ses_")
+    assert s.agent == "build" and s.parent_id is None
+    assert s.created == s.updated
+    assert (s.cost, s.tokens_in, s.tokens_out) == (0.0, 0, 0)
+    assert store.get_session(s.id) == s
+    assert store.get_session("ses_missing") is None
+
+    store.update_session(s.id, title="renamed", agent="plan", cost=0.25, tokens_in=10, tokens_out=3)
+    got = store.get_session(s.id)
+    assert got is not None
+    assert (got.title, got.agent, got.cost, got.tokens_in, got.tokens_out) == (
+        "renamed",
+        "plan",
+        0.25,
+        10,
+        3,
+    )
+    assert got.updated >= s.updated and got.created == s.created
+
+    custom = store.create_session(project="proj", directory="/w", id="ses_custom")
+    assert custom.id == "ses_custom"
+
+    store.close()
+    reopened = Store(db_path)
+    assert reopened.get_session(s.id) == got
+    reopened.delete_session(s.id)
+    assert reopened.get_session(s.id) is None
+    reopened.close()
+
+
+def test_update_session_errors(store: Store) -> None:
+    s = store.create_session(project="p", directory="/d")
+    with pytest.raises(ValueError, match="bogus"):
+        store.update_session(s.id, bogus=1)
+    with pytest.raises(ValueError):
+        store.update_session(s.id, id="other")
+    with pytest.raises(StoreError, match="ses_nope"):
+        store.update_session("ses_nope", title="x")
+    assert store.get_session(s.id) == s
+
+
+def test_update_session_bumps_updated(store: Store) -> None:
+    s = store.create_session(project="p", directory="/d")
+    time.sleep(0.002)
+    store.update_session(s.id, title="x")
+    got = store.get_session(s.id)
+    assert got is not None and got.updated > s.updated
+
+
+def test_list_sessions_order_and_filters(store: Store) -> None:
+    a = store.create_session(project="p1", directory="/a", title="a")
+    b = store.create_session(project="p1", directory="/a", title="b")
+    c = store.create_session(project="p2", directory="/c", title="c")
+    child = store.create_session(project="p1", directory="/a", title="child", parent_id=a.id)
+
+    ids = lambda records: [r.id for r in records]  # noqa: E731
+    assert ids(store.list_sessions()) == [child.id, c.id, b.id, a.id]
+    assert ids(store.list_sessions("p1")) == [child.id, b.id, a.id]
+    assert ids(store.list_sessions("p1", parent=False)) == [b.id, a.id]
+    assert ids(store.list_sessions("p1", parent=True)) == [child.id]
+    assert ids(store.list_sessions("p1", limit=2)) == [child.id, b.id]
+    assert store.list_sessions("nope") == []
+
+    store.update_session(a.id, updated=time.time() + 10)  # a becomes the newest
+    assert ids(store.list_sessions("p1", parent=False)) == [a.id, b.id]
+    assert ids(store.list_sessions("p1", parent=False, limit=1)) == [a.id]
+
+
+def test_create_session_with_unknown_parent_fails(store: Store) -> None:
+    with pytest.raises(StoreError):
+        store.create_session(project="p", directory="/d", parent_id="ses_missing")
+    assert store.list_sessions() == []
+
+
+def test_delete_session_cascades(store: Store) -> None:
+    s = store.create_session(project="p", directory="/d")
+    keep = store.create_session(project="p", directory="/d")
+    child = store.create_session(project="p", directory="/d", parent_id=s.id)
+    store.save_tool_part(ToolPartRecord(id="call_1", session_id=s.id, tool="read", state="running"))
+    store.save_tool_part(ToolPartRecord(id="call_2", session_id=keep.id, tool="read", state="done"))
+    store.save_tool_part(
+        ToolPartRecord(id="call_3", session_id=child.id, tool="ls", state="running")
+    )
+    project_wide = store.add_approval(project="p", permission="bash", pattern="ls *")
+    store.add_approval(project="p", permission="edit", pattern="*", session_id=s.id)
+    kept = store.add_approval(project="p", permission="edit", pattern="*", session_id=keep.id)
+
+    store.delete_session(s.id)
+
+    assert store.get_session(s.id) is None
+    assert store.get_session(child.id) is None
+    assert store.tool_parts(s.id) == []
+    assert store.get_tool_part("call_1") is None and store.get_tool_part("call_3") is None
+    assert store.get_tool_part("call_2") is not None
+    assert store.approvals(project="p", session_id=s.id) == [project_wide]
+    assert store.approvals(project="p", session_id=keep.id) == [project_wide, kept]
+    store.delete_session("ses_missing")  # no error
+
+
+# -- tool parts --------------------------------------------------------------------------------
+
+
+def test_tool_part_roundtrip_and_upsert(store: Store) -> None:
+    s = store.create_session(project="p", directory="/d")
+    part = ToolPartRecord(
+        id="call_a",
+        session_id=s.id,
+        tool="bash",
+        state="pending",
+        input={"command": "ls", "nested": [1, 2.5, None, "é"]},
+        message_id="msg_1",
+    )
+    store.save_tool_part(part)
+    assert store.get_tool_part("call_a") == part
+    store.save_tool_part(ToolPartRecord(id="call_b", session_id=s.id, tool="read", state="pending"))
+
+    done = ToolPartRecord(
+        id="call_a",
+        session_id=s.id,
+        tool="bash",
+        state="completed",
+        input={"command": "ls"},
+        message_id="msg_1",
+        output="a\nb\n",
+        title="ls",
+        metadata={"exit": 0, "truncated": False},
+        attachments=[{"mime": "image/png", "url": "data:..."}],
+        time_start=1.5,
+        time_end=2.5,
+    )
+    store.save_tool_part(done)
+    assert store.get_tool_part("call_a") == done
+    # the upsert keeps the first position
+    assert [p.id for p in store.tool_parts(s.id)] == ["call_a", "call_b"]
+    assert store.get_tool_part("call_missing") is None
+    assert store.tool_parts("ses_other") == []
+
+
+def test_tool_part_defaults_roundtrip(store: Store) -> None:
+    s = store.create_session(project="p", directory="/d")
+    part = ToolPartRecord(id="c", session_id=s.id, tool="t", state="error", error="boom")
+    store.save_tool_part(part)
+    got = store.get_tool_part("c")
+    assert got == part
+    assert got is not None and got.input is None and got.metadata == {} and got.attachments == []
+
+
+def test_tool_part_for_unknown_session_fails(store: Store, db_path: Path) -> None:
+    with pytest.raises(StoreError, match=db_path.name):
+        store.save_tool_part(ToolPartRecord(id="c", session_id="ses_x", tool="t", state="pending"))
+    assert store.get_tool_part("c") is None
+
+
+def test_tool_parts_insertion_order(store: Store) -> None:
+    s = store.create_session(project="p", directory="/d")
+    names = [f"call_{n}" for n in ("z", "a", "m", "b")]
+    for name in names:
+        store.save_tool_part(ToolPartRecord(id=name, session_id=s.id, tool="t", state="pending"))
+    assert [p.id for p in store.tool_parts(s.id)] == names
+
+
+def test_mark_interrupted(store: Store) -> None:
+    s = store.create_session(project="p", directory="/d")
+    other = store.create_session(project="p", directory="/d")
+    states = {"c1": "pending", "c2": "running", "c3": "completed", "c4": "error"}
+    for cid, state in states.items():
+        store.save_tool_part(
+            ToolPartRecord(id=cid, session_id=s.id, tool="t", state=state, time_start=1.0)
+        )
+    store.save_tool_part(ToolPartRecord(id="o1", session_id=other.id, tool="t", state="running"))
+
+    before = time.time()
+    assert store.mark_interrupted(s.id) == 2
+    for cid in ("c1", "c2"):
+        part = store.get_tool_part(cid)
+        assert part is not None
+        assert part.state == "error" and part.error == "Tool execution aborted"
+        assert part.time_end is not None and part.time_end >= before
+        assert part.time_start == 1.0
+    c3 = store.get_tool_part("c3")
+    assert c3 is not None and c3.state == "completed" and c3.error is None
+    c4 = store.get_tool_part("c4")
+    assert c4 is not None and c4.error is None and c4.time_end is None
+    o1 = store.get_tool_part("o1")
+    assert o1 is not None and o1.state == "running"
+
+    assert store.mark_interrupted(s.id) == 0
+    assert store.mark_interrupted(other.id, "process died") == 1
+    o1 = store.get_tool_part("o1")
+    assert o1 is not None and o1.error == "process died"
+
+
+# -- approvals ---------------------------------------------------------------------------------
+
+
+def test_approvals_scope_order_and_dedup(store: Store) -> None:
+    s1 = store.create_session(project="p", directory="/d")
+    s2 = store.create_session(project="p", directory="/d")
+    sess_a = store.add_approval(project="p", permission="edit", pattern="*", session_id=s1.id)
+    proj_a = store.add_approval(project="p", permission="bash", pattern="git *")
+    sess_b = store.add_approval(project="p", permission="bash", pattern="ls *", session_id=s1.id)
+    proj_b = store.add_approval(project="p", permission="read", pattern="*.env")
+    other_sess = store.add_approval(project="p", permission="edit", pattern="*", session_id=s2.id)
+    other_proj = store.add_approval(project="q", permission="bash", pattern="git *")
+
+    assert isinstance(proj_a, ApprovalRecord)
+    assert proj_a.id.startswith("apr_") and proj_a.session_id is None
+    assert sess_a.session_id == s1.id
+
+    # duplicates return the existing row
+    assert store.add_approval(project="p", permission="bash", pattern="git *") == proj_a
+    assert (
+        store.add_approval(project="p", permission="edit", pattern="*", session_id=s1.id) == sess_a
+    )
+
+    assert store.approvals(project="p") == [proj_a, proj_b]
+    assert store.approvals(project="p", session_id=s1.id) == [proj_a, proj_b, sess_a, sess_b]
+    assert store.approvals(project="p", session_id=s2.id) == [proj_a, proj_b, other_sess]
+    assert store.approvals(project="q") == [other_proj]
+    assert store.approvals(project="none") == []
+
+    assert store.remove_approval(proj_b.id) is True
+    assert store.remove_approval(proj_b.id) is False
+    assert store.approvals(project="p") == [proj_a]
+
+    assert store.clear_approvals(project="p", session_id=s1.id) == 2
+    assert store.approvals(project="p", session_id=s1.id) == [proj_a]
+    assert store.approvals(project="p", session_id=s2.id) == [proj_a, other_sess]
+    assert store.clear_approvals(project="p") == 1
+    assert store.approvals(project="p", session_id=s2.id) == [other_sess]
+    assert store.approvals(project="q") == [other_proj]
+
+
+def test_session_approval_for_unknown_session_fails(store: Store) -> None:
+    with pytest.raises(StoreError):
+        store.add_approval(project="p", permission="edit", pattern="*", session_id="ses_x")
+
+
+# -- migrations --------------------------------------------------------------------------------
+
+
+def test_split_statements() -> None:
+    script = """
+        CREATE TABLE a (x TEXT DEFAULT ';');
+        CREATE TRIGGER t AFTER INSERT ON a BEGIN
+            UPDATE a SET x = 'y;z';
+        END;
+        -- trailing comment
+        INSERT INTO a VALUES ('1')
+    """
+    statements = _split_statements(script)
+    assert len(statements) == 3
+    assert statements[1].startswith("CREATE TRIGGER") and statements[1].endswith("END;")
+    assert statements[2] == "-- trailing comment\n        INSERT INTO a VALUES ('1')"
+
+
+def test_reopen_at_current_version_applies_nothing(
+    db_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    st = Store(db_path)
+    s = st.create_session(project="p", directory="/d")
+    st.close()
+    # were any migration re-run, this would fail
+    monkeypatch.setattr(store_module, "MIGRATIONS", ["THIS IS NOT SQL"] * len(MIGRATIONS))
+    st = Store(db_path)
+    assert st.version == len(MIGRATIONS)
+    assert st.get_session(s.id) == s
+    st.close()
+
+
+def test_upgrade_applies_new_migrations(db_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(store_module, "MIGRATIONS", MIGRATIONS[:1])
+    st = Store(db_path)
+    assert st.version == 1
+    s = st.create_session(project="p", directory="/d")
+    st.close()
+
+    added = [
+        """
+        CREATE TABLE todos (
+            id TEXT PRIMARY KEY,
+            session_id TEXT NOT NULL REFERENCES sessions(id) ON DELETE CASCADE,
+            content TEXT NOT NULL
+        );
+        INSERT INTO todos SELECT id || '_t', id, 'migrated' FROM sessions;
+        """,
+        "ALTER TABLE todos ADD COLUMN done INTEGER NOT NULL DEFAULT 0;",
+    ]
+    monkeypatch.setattr(store_module, "MIGRATIONS", [*MIGRATIONS[:1], *added])
+    st = Store(db_path)
+    assert st.version == 3
+    rows = st._conn.execute("SELECT id, session_id, content, done FROM todos").fetchall()
+    assert rows == [(s.id + "_t", s.id, "migrated", 0)]
+    assert st.get_session(s.id) == s
+    st.delete_session(s.id)  # the new table cascades too
+    assert st._conn.execute("SELECT count(*) FROM todos").fetchone()[0] == 0
+    st.close()
+
+
+def test_failed_migration_rolls_back(db_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    Store(db_path).close()
+    broken = "CREATE TABLE extra (x INTEGER); INSERT INTO nowhere VALUES (1);"
+    monkeypatch.setattr(store_module, "MIGRATIONS", [*MIGRATIONS, broken])
+    with pytest.raises(StoreError, match=db_path.name):
+        Store(db_path)
+    conn = sqlite3.connect(db_path)
+    assert conn.execute("PRAGMA user_version").fetchone()[0] == len(MIGRATIONS)
+    tables = {r[0] for r in conn.execute("SELECT name FROM sqlite_master WHERE type='table'")}
+    assert "extra" not in tables
+    conn.close()
+
+
+def test_newer_database_raises(db_path: Path) -> None:
+    Store(db_path).close()
+    conn = sqlite3.connect(db_path)
+    conn.execute(f"PRAGMA user_version = {len(MIGRATIONS) + 5}")
+    conn.close()
+    with pytest.raises(StoreError, match=re.escape(str(db_path))) as info:
+        Store(db_path)
+    assert "newer" in str(info.value)
+
+
+def test_nested_writes_share_one_transaction(store: Store) -> None:
+    with pytest.raises(RuntimeError), store._write():
+        store.create_session(project="p", directory="/d", id="ses_1")
+        with store._write():
+            store.create_session(project="p", directory="/d", id="ses_2")
+        raise RuntimeError
+    assert store.list_sessions() == []
+    with store._write():
+        store.create_session(project="p", directory="/d", id="ses_1")
+        store.create_session(project="p", directory="/d", id="ses_2")
+    assert len(store.list_sessions()) == 2
+
+
+# -- concurrency -------------------------------------------------------------------------------
+
+
+def test_threads_share_one_store(store: Store) -> None:
+    sessions = [store.create_session(project="p", directory="/d") for _ in range(8)]
+    errors: list[BaseException] = []
+
+    def work(n: int) -> None:
+        try:
+            sid = sessions[n].id
+            for i in range(200):
+                store.save_tool_part(
+                    ToolPartRecord(id=f"t{n}_{i}", session_id=sid, tool="t", state="running")
+                )
+                if i % 50 == 0:
+                    store.tool_parts(sid)
+                    store.update_session(sid, tokens_in=i)
+        except BaseException as exc:
+            errors.append(exc)
+
+    threads = [threading.Thread(target=work, args=(n,)) for n in range(8)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert errors == []
+    for n, s in enumerate(sessions):
+        assert [p.id for p in store.tool_parts(s.id)] == [f"t{n}_{i}" for i in range(200)]
+
+
+WRITER = """
+import sys
+from pathlib import Path
+from hookcode.store import Store, ToolPartRecord
+
+path, name, count = Path(sys.argv[1]), sys.argv[2], int(sys.argv[3])
+store = Store(path)
+session = store.create_session(project="p", directory="/d", title=name, id="ses_" + name)
+for i in range(count):
+    store.save_tool_part(
+        ToolPartRecord(id=f"{name}_{i}", session_id=session.id, tool="t", state="running",
+                       input={"i": i})
+    )
+    if i % 25 == 0:
+        store.add_approval(project="p", permission="bash", pattern=f"cmd {i}")
+        store.update_session(session.id, tokens_out=i)
+store.close()
+print("done")
+"""
+
+
+def test_processes_write_concurrently(db_path: Path) -> None:
+    # the database does not exist yet: both processes also race to create and migrate it
+    db_path.parent.mkdir(parents=True)
+    count = 300
+    procs = [run_python(WRITER, str(db_path), name, str(count)) for name in ("a", "b", "c")]
+    for proc in procs:
+        out, err = proc.communicate(timeout=120)
+        assert proc.returncode == 0, err
+        assert out.strip() == "done"
+
+    assert integrity(db_path) == "ok"
+    st = Store(db_path)
+    for name in ("a", "b", "c"):
+        parts = st.tool_parts("ses_" + name)
+        assert [p.id for p in parts] == [f"{name}_{i}" for i in range(count)]
+        assert [p.input for p in parts] == [{"i": i} for i in range(count)]
+    # each pattern was approved by all three processes, stored once
+    assert len(st.approvals(project="p")) == len(range(0, count, 25))
+    st.close()
+
+
+KILLED_WRITER = """
+import hashlib, sys
+from pathlib import Path
+from hookcode.store import Store, ToolPartRecord
+
+store = Store(Path(sys.argv[1]))
+session = store.create_session(project="p", directory="/d", id="ses_k")
+i = 0
+while True:
+    body = (f"{i}:" * (1 + i % 500))
+    part = ToolPartRecord(id=f"k_{i}", session_id=session.id, tool="t", state="running",
+                          input={"i": i})
+    store.save_tool_part(part)
+    part.state = "completed"
+    part.output = body
+    part.metadata = {"sha": hashlib.sha256(body.encode()).hexdigest(), "len": len(body)}
+    part.time_end = 1.0
+    store.save_tool_part(part)
+    if i == 20:
+        print("ready", flush=True)
+    i += 1
+"""
+
+
+@pytest.mark.skipif(sys.platform == "win32", reason="needs SIGKILL")
+def test_kill_9_leaves_a_consistent_database(db_path: Path) -> None:
+    Store(db_path).close()
+    proc = run_python(KILLED_WRITER, str(db_path))
+    assert proc.stdout is not None
+    line = proc.stdout.readline()
+    assert line.strip() == "ready", proc.stderr.read() if proc.stderr else ""
+    time.sleep(0.3)
+    os.kill(proc.pid, signal.SIGKILL)
+    proc.wait(timeout=30)
+    assert proc.returncode == -signal.SIGKILL
+
+    assert integrity(db_path) == "ok"
+    st = Store(db_path)
+    parts = st.tool_parts("ses_k")
+    assert len(parts) > 20
+    assert [p.id for p in parts] == [f"k_{i}" for i in range(len(parts))]
+    for i, part in enumerate(parts):
+        assert part.input == {"i": i}
+        if part.state == "running":
+            # only the very last call may have been caught between its two writes
+            assert i == len(parts) - 1
+            assert part.output is None and part.metadata == {}
+            continue
+        assert part.state == "completed"
+        assert part.output is not None
+        assert part.metadata == {
+            "sha": hashlib.sha256(part.output.encode()).hexdigest(),
+            "len": len(part.output),
+        }
+        assert part.output == f"{i}:" * (1 + i % 500)
+    # the store is still writable, and the loop's clean-up works on it
+    assert st.mark_interrupted("ses_k") in (0, 1)
+    st.close()

@@ -80,7 +80,15 @@ if TYPE_CHECKING:
     from hookcode.pipeline import Outcome, invoke
     from hookcode.plugins import hookimpl
     from hookcode.runtime import Runtime
-    from hookcode.tools import AbortSignal, Attachment, Tool, ToolCall, ToolContext, ToolResult, tool
+    from hookcode.tools import (
+        AbortSignal,
+        Attachment,
+        Tool,
+        ToolCall,
+        ToolContext,
+        ToolResult,
+        tool,
+    )
 
 
 def __getattr__(name: str) -> Any:

@@ -317,6 +317,27 @@ def _read_layers(
     return candidates, layers
 
 
+def plugin_selection(
+    cwd: Path, worktree: Path, env: Mapping[str, str] = os.environ
+) -> PluginsConfig:
+    """The merged ``[plugins]`` table, read ahead of plugin loading (plugins decide which
+    sections exist, so the full validation comes later). Unreadable config gives the
+    defaults here; the full load reports the problem."""
+    try:
+        _candidates, layers = _read_layers(cwd, worktree, env)
+    except ConfigError:
+        return PluginsConfig()
+    merged: dict[str, Any] = {}
+    for layer in layers:
+        value = layer.data.get("plugins")
+        if isinstance(value, dict):
+            merged = deep_merge(merged, value)
+    try:
+        return PluginsConfig.model_validate(merged)
+    except ValueError:
+        return PluginsConfig()
+
+
 # ----------------------------------------------------------------------------- merging
 
 

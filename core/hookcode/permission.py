@@ -210,7 +210,9 @@ class Ruleset:
 
     def last_match(self, permission: str, pattern: str) -> Rule | None:
         for rule in reversed(self.rules):
-            if wildcard_match(rule.permission, permission) and wildcard_match(rule.pattern, pattern):
+            if wildcard_match(rule.permission, permission) and wildcard_match(
+                rule.pattern, pattern
+            ):
                 return rule
         return None
 
@@ -252,7 +254,9 @@ class Ruleset:
 
 
 def deny_message(rules: list[Rule]) -> str:
-    relevant = [{"permission": r.permission, "pattern": r.pattern, "action": r.action} for r in rules]
+    relevant = [
+        {"permission": r.permission, "pattern": r.pattern, "action": r.action} for r in rules
+    ]
     return (
         "The user has specified a rule which prevents you from using this specific tool call. "
         f"Here are some of the relevant rules {json.dumps(relevant)}"
@@ -276,7 +280,9 @@ def as_vote(value: Any) -> Vote | None:
         return value
     if isinstance(value, str) and value in ACTIONS:
         return Vote(value)  # type: ignore[arg-type]
-    raise TypeError(f"a permission_ask vote must be 'allow', 'deny', 'ask' or a Vote, not {value!r}")
+    raise TypeError(
+        f"a permission_ask vote must be 'allow', 'deny', 'ask' or a Vote, not {value!r}"
+    )
 
 
 # ---------------------------------------------------------------------------------------------

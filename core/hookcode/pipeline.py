@@ -16,6 +16,7 @@ From the model, ``batch``, a sub-agent, MCP or the CLI's ``tools call``, in this
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import inspect
 import time
 from dataclasses import dataclass
@@ -61,8 +62,13 @@ class Outcome:
             data = self.result.to_dict()
             data["error"] = None
             return data
-        return {"title": "", "output": "", "metadata": {}, "attachments": [],
-                "error": self.error_text}
+        return {
+            "title": "",
+            "output": "",
+            "metadata": {},
+            "attachments": [],
+            "error": self.error_text,
+        }
 
 
 class HookFailed(ToolError):
@@ -98,8 +104,9 @@ async def invoke(call: ToolCall, ctx: ToolContext) -> Outcome:
         time_start=time.time(),
     )
     runtime.record_part(part)
-    runtime.events.publish("tool.started", session_id=call.session_id, call_id=call.call_id,
-                           tool=call.tool)
+    runtime.events.publish(
+        "tool.started", session_id=call.session_id, call_id=call.call_id, tool=call.tool
+    )
     entry: ToolEntry | None = None
     try:
         # 1. resolve
@@ -130,8 +137,9 @@ async def invoke(call: ToolCall, ctx: ToolContext) -> Outcome:
         # 6. after hooks
         for impl in plugins.impls("tool_execute_after"):
             try:
-                value = plugins._call(impl, "tool_execute_after",
-                                      {"call": call, "result": result, "ctx": ctx})
+                value = plugins._call(
+                    impl, "tool_execute_after", {"call": call, "result": result, "ctx": ctx}
+                )
                 if inspect.isawaitable(value):
                     await value
             except Exception as exc:
@@ -159,8 +167,9 @@ async def _before_hooks(plugins: Any, call: ToolCall, ctx: ToolContext) -> None:
         except Exception as exc:
             raise HookFailed(impl.plugin_name, "tool_execute_before", exc) from exc
         if not isinstance(call.args, dict):
-            raise HookFailed(impl.plugin_name, "tool_execute_before",
-                             TypeError("call.args must stay a dict"))
+            raise HookFailed(
+                impl.plugin_name, "tool_execute_before", TypeError("call.args must stay a dict")
+            )
 
 
 async def _guarded(coro: Any, ctx: ToolContext, timeout: float | None) -> ToolResult:
@@ -168,8 +177,9 @@ async def _guarded(coro: Any, ctx: ToolContext, timeout: float | None) -> ToolRe
     task = asyncio.ensure_future(coro)
     abort = asyncio.ensure_future(ctx.abort.wait())
     try:
-        done, _ = await asyncio.wait({task, abort}, timeout=timeout,
-                                     return_when=asyncio.FIRST_COMPLETED)
+        done, _ = await asyncio.wait(
+            {task, abort}, timeout=timeout, return_when=asyncio.FIRST_COMPLETED
+        )
     except asyncio.CancelledError:
         task.cancel()
         raise
@@ -178,10 +188,8 @@ async def _guarded(coro: Any, ctx: ToolContext, timeout: float | None) -> ToolRe
     if task in done:
         return task.result()
     task.cancel()
-    try:
+    with contextlib.suppress(BaseException):  # the tool's own reaction to cancellation
         await task
-    except BaseException:  # noqa: BLE001 - the tool's own reaction to cancellation
-        pass
     if abort in done or ctx.abort.is_set():
         raise ToolAborted()
     raise ToolTimeout(f"Tool execution timed out after {timeout:g} seconds")
@@ -204,8 +212,11 @@ async def _execute_chain(plugins: Any, call: ToolCall, ctx: ToolContext) -> Tool
                 if isinstance(value, str):
                     value = ToolResult(output=value)
                 if not isinstance(value, ToolResult):
-                    raise HookFailed(impl.plugin_name, "tool_execute",
-                                     TypeError(f"returned {type(value).__name__}, not a ToolResult"))
+                    raise HookFailed(
+                        impl.plugin_name,
+                        "tool_execute",
+                        TypeError(f"returned {type(value).__name__}, not a ToolResult"),
+                    )
                 return value
         raise ToolError(f"no tool_execute implementation answered for tool '{call.tool}'")
 
@@ -278,8 +289,9 @@ async def _error_hooks(plugins: Any, call: ToolCall, ctx: ToolContext, outcome: 
     recoverable = not isinstance(error, PermissionRefused | ToolAborted)
     for impl in plugins.impls("tool_execute_error"):
         try:
-            value = plugins._call(impl, "tool_execute_error",
-                                  {"call": call, "error": error, "ctx": ctx})
+            value = plugins._call(
+                impl, "tool_execute_error", {"call": call, "error": error, "ctx": ctx}
+            )
             if inspect.isawaitable(value):
                 value = await value
         except Exception as exc:
@@ -300,11 +312,21 @@ def _finish(runtime: Any, part: ToolPartRecord, outcome: Outcome) -> None:
         part.metadata = result.metadata
         part.attachments = [a.to_dict() for a in result.attachments]
         runtime.record_part(part)
-        runtime.events.publish("tool.completed", session_id=part.session_id, call_id=part.id,
-                               tool=part.tool, title=result.title)
+        runtime.events.publish(
+            "tool.completed",
+            session_id=part.session_id,
+            call_id=part.id,
+            tool=part.tool,
+            title=result.title,
+        )
     else:
         part.state = "error"
         part.error = outcome.error_text
         runtime.record_part(part)
-        runtime.events.publish("tool.failed", session_id=part.session_id, call_id=part.id,
-                               tool=part.tool, error=part.error)
+        runtime.events.publish(
+            "tool.failed",
+            session_id=part.session_id,
+            call_id=part.id,
+            tool=part.tool,
+            error=part.error,
+        )

@@ -17,6 +17,7 @@ from __future__ import annotations
 import difflib
 import inspect
 import os
+import re
 import sys
 import time
 from collections.abc import Iterator, Mapping
@@ -120,7 +121,9 @@ class Plugins:
             caller.name
             for caller in self.pm.get_hookcallers(plugin) or []
             if not caller.has_spec()
-            and not all(impl.optionalhook for impl in caller.get_hookimpls() if impl.plugin is plugin)
+            and not all(
+                impl.optionalhook for impl in caller.get_hookimpls() if impl.plugin is plugin
+            )
         ]
         if unknown:
             self.pm.unregister(plugin)
@@ -150,54 +153,96 @@ class Plugins:
             where += f" {info.version}"
         self.warn(f"plugin {info.name!r} ({where}) failed to load: {info.error}; skipped")
 
-    def disabled(self, name: str, reason: str, *, distribution: str | None = None,
-                 version: str | None = None, module: str | None = None) -> None:
+    def disabled(
+        self,
+        name: str,
+        reason: str,
+        *,
+        distribution: str | None = None,
+        version: str | None = None,
+        module: str | None = None,
+    ) -> None:
         self._order += 1
         self.infos[name] = PluginInfo(
-            name=name, distribution=distribution, version=version, module=module,
-            status="disabled", error=reason, order=self._order,
+            name=name,
+            distribution=distribution,
+            version=version,
+            module=module,
+            status="disabled",
+            error=reason,
+            order=self._order,
         )
 
-    def load_entrypoints(self, env: Mapping[str, str] = os.environ) -> None:
-        """Load every plugin of the ``hookcode`` entry-point group, each in isolation."""
+    def load_entrypoints(
+        self,
+        env: Mapping[str, str] = os.environ,
+        *,
+        load: list[str] | None = None,
+        block: list[str] | None = None,
+    ) -> None:
+        """Load every plugin of the ``hookcode`` entry-point group, each in isolation.
+
+        ``load``/``block`` come from the ``[plugins]`` config; ``HOOKCODE_LOAD_PLUGINS``
+        replaces ``load`` and ``HOOKCODE_BLOCK_PLUGINS`` adds to ``block``."""
         from importlib.metadata import entry_points
 
         only = _env_list(env.get("HOOKCODE_LOAD_PLUGINS"))
-        blocked = set(_env_list(env.get("HOOKCODE_BLOCK_PLUGINS")) or [])
-        seen: set[str] = set()
+        if only is None:
+            only = load
+        blocked = set(_env_list(env.get("HOOKCODE_BLOCK_PLUGINS")) or []) | set(block or [])
+        seen: dict[str, str | None] = {}
         found = []
         for ep in entry_points(group=ENTRY_POINT_GROUP):
             dist = ep.dist
             dist_name = dist.metadata["Name"] if dist is not None else None
             if ep.name in seen:
-                continue  # the same distribution reachable twice on sys.path
-            seen.add(ep.name)
+                if seen[ep.name] != dist_name:  # else: one distribution reachable twice
+                    self.warn(
+                        f"plugin {ep.name!r} of {dist_name} skipped: the entry-point "
+                        f"name is already used by {seen[ep.name]}"
+                    )
+                continue
+            seen[ep.name] = dist_name
             found.append((ep, dist_name, dist.version if dist is not None else None))
 
         def order(item: Any) -> tuple[int, str, str]:
             ep, dist_name, _ = item
-            if dist_name and dist_name.lower().startswith("hookcode"):
+            if dist_name and re.sub(r"[-_.]+", "-", dist_name).lower().startswith("hookcode-"):
                 return (0, ep.name, "")
             return (1, (dist_name or "").lower(), ep.name)
 
         for ep, dist_name, version in sorted(found, key=order):
             if only is not None and ep.name not in only:
-                self.disabled(ep.name, "not selected by HOOKCODE_LOAD_PLUGINS",
-                              distribution=dist_name, version=version, module=ep.value)
+                self.disabled(
+                    ep.name,
+                    "not selected (HOOKCODE_LOAD_PLUGINS / [plugins] load)",
+                    distribution=dist_name,
+                    version=version,
+                    module=ep.value,
+                )
                 continue
             if ep.name in blocked:
-                self.disabled(ep.name, "blocked by HOOKCODE_BLOCK_PLUGINS",
-                              distribution=dist_name, version=version, module=ep.value)
+                self.disabled(
+                    ep.name,
+                    "blocked (HOOKCODE_BLOCK_PLUGINS / [plugins] block)",
+                    distribution=dist_name,
+                    version=version,
+                    module=ep.value,
+                )
                 continue
             started = time.perf_counter()
             try:
                 plugin = ep.load()
-            except BaseException as exc:  # noqa: BLE001 - a plugin must never take us down
+            except BaseException as exc:
                 if isinstance(exc, KeyboardInterrupt):
                     raise
                 info = PluginInfo(
-                    name=ep.name, distribution=dist_name, version=version, module=ep.value,
-                    status="failed", error=_describe(exc),
+                    name=ep.name,
+                    distribution=dist_name,
+                    version=version,
+                    module=ep.value,
+                    status="failed",
+                    error=_describe(exc),
                 )
                 self._order += 1
                 info.order = self._order
@@ -206,15 +251,21 @@ class Plugins:
             self.register(plugin, ep.name, distribution=dist_name, version=version, module=ep.value)
             if self.trace:
                 ms = (time.perf_counter() - started) * 1000
-                self.warn(f"trace: loaded plugin {ep.name!r} ({dist_name} {version}) in {ms:.1f} ms")
+                self.warn(
+                    f"trace: loaded plugin {ep.name!r} ({dist_name} {version}) in {ms:.1f} ms"
+                )
         if self.strict:
             self.raise_failures()
 
     def raise_failures(self) -> None:
         failed = [i for i in self.infos.values() if i.status == "failed"]
         if failed:
-            lines = "\n".join(f"  {i.name} ({i.distribution or i.module}): {i.error}" for i in failed)
-            raise PluginError(f"{len(failed)} plugin(s) failed to load (--strict-plugins):\n{lines}")
+            lines = "\n".join(
+                f"  {i.name} ({i.distribution or i.module}): {i.error}" for i in failed
+            )
+            raise PluginError(
+                f"{len(failed)} plugin(s) failed to load (--strict-plugins):\n{lines}"
+            )
 
     # -- introspection ------------------------------------------------------------------------
     def loaded(self) -> list[PluginInfo]:
@@ -258,9 +309,7 @@ class Plugins:
         self, hook: str, *, registration_order: bool = False, **kwargs: Any
     ) -> Iterator[tuple[str, Any, BaseException | None]]:
         """Call every implementation; yield (plugin, result, exception) for each."""
-        impls = (
-            self.impls_in_registration_order(hook) if registration_order else self.impls(hook)
-        )
+        impls = self.impls_in_registration_order(hook) if registration_order else self.impls(hook)
         for impl in impls:
             if impl.wrapper or impl.hookwrapper:
                 continue
@@ -324,9 +373,10 @@ class Plugins:
 
 
 def _describe(exc: BaseException) -> str:
-    text = str(exc).strip().splitlines()
-    first = text[0] if text else ""
-    return f"{type(exc).__name__}: {first}" if first else type(exc).__name__
+    # one line, but every line of the message: pluggy names the culprit (an argument the
+    # hookspec does not have) on its third line
+    text = "; ".join(line.strip() for line in str(exc).strip().splitlines() if line.strip())
+    return f"{type(exc).__name__}: {text}" if text else type(exc).__name__
 
 
 def create_plugins(
@@ -336,15 +386,28 @@ def create_plugins(
     entrypoints: bool = True,
     extra: Mapping[str, object] | None = None,
     stderr: IO[str] | None = None,
+    cwd: str | os.PathLike[str] | None = None,
 ) -> Plugins:
     """A fresh plugin manager: core's own implementations, then the entry-point plugins, then
-    ``extra`` ({name: plugin}) in order."""
+    ``extra`` ({name: plugin}) in order. With ``cwd``, the ``[plugins]`` table of the config
+    that applies there selects entry points too."""
     from hookcode import core_plugin
 
-    plugins = Plugins(strict=strict, trace=bool(env.get("HOOKCODE_TRACE_PLUGINS")), stderr=stderr)
+    trace = env.get("HOOKCODE_TRACE_PLUGINS", "").strip().lower() not in ("", "0", "false", "no")
+    plugins = Plugins(strict=strict, trace=trace, stderr=stderr)
     plugins.register(core_plugin, "core", distribution="hookcode-core", version=_core_version())
     if entrypoints:
-        plugins.load_entrypoints(env)
+        load = block = None
+        if cwd is not None:
+            from pathlib import Path
+
+            from hookcode.config import plugin_selection
+            from hookcode.runtime import find_worktree
+
+            directory = Path(os.path.realpath(cwd))
+            selection = plugin_selection(directory, find_worktree(directory), env)
+            load, block = selection.load, selection.block
+        plugins.load_entrypoints(env, load=load, block=block)
     for name, plugin in (extra or {}).items():
         plugins.register(plugin, name)
     if strict:
@@ -356,4 +419,3 @@ def _core_version() -> str | None:
     from hookcode import __version__
 
     return __version__
-

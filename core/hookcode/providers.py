@@ -132,7 +132,9 @@ class StreamError:
     type: Literal["error"] = "error"
 
 
-StreamEvent = TextDelta | ReasoningDelta | ToolCallStart | ToolInputDelta | ToolCallEnd | Finish | StreamError
+StreamEvent = (
+    TextDelta | ReasoningDelta | ToolCallStart | ToolInputDelta | ToolCallEnd | Finish | StreamError
+)
 
 
 @runtime_checkable

@@ -83,8 +83,10 @@ class Registry:
         entry.tool.distribution = entry.distribution
         previous = entries.get(entry.name)
         if previous is not None:
-            entry.shadows = [*previous.shadows, ToolEntry(previous.tool, previous.plugin,
-                                                          previous.distribution)]
+            entry.shadows = [
+                *previous.shadows,
+                ToolEntry(previous.tool, previous.plugin, previous.distribution),
+            ]
             self.runtime.plugins.warn(
                 f"tool {entry.name!r} from plugin {entry.plugin!r} shadows the one from "
                 f"plugin {previous.plugin!r}"
@@ -139,7 +141,9 @@ class Registry:
         if len(folded) == 1:
             return folded[0]
         names = ", ".join(sorted(by_name)) or "none"
-        raise UnknownTool(f"Model tried to call unavailable tool '{name}'. Available tools: {names}.")
+        raise UnknownTool(
+            f"Model tried to call unavailable tool '{name}'. Available tools: {names}."
+        )
 
     def definitions(
         self, agent: str, session_id: str | None = None, model: str | None = None

@@ -4,6 +4,7 @@ together for a working directory. Built by :class:`Runtime` (never a module glob
 from __future__ import annotations
 
 import os
+import time
 from collections.abc import Mapping
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
@@ -35,6 +36,8 @@ __all__ = ["Runtime", "data_dir_for", "find_worktree"]
 
 #: worker threads for sync tools: enough for a full batch (25) plus prompts
 THREADS = 32
+#: seconds between two clean-ups of old spill files
+CLEANUP_INTERVAL = 3600.0
 
 
 def find_worktree(cwd: Path) -> Path:
@@ -84,10 +87,12 @@ class Runtime:
         self.env: dict[str, str] = dict(os.environ if env is None else env)
         self.cwd = Path(os.path.realpath(Path(cwd) if cwd is not None else Path.cwd()))
         if not self.cwd.is_dir():
-            raise HookcodeError(f"working directory {self.cwd} does not exist or is not a directory")
+            raise HookcodeError(
+                f"working directory {self.cwd} does not exist or is not a directory"
+            )
         self.worktree = find_worktree(self.cwd)
         self.plugins = plugins or create_plugins(
-            env=self.env, strict=strict_plugins, extra=extra_plugins, stderr=stderr
+            env=self.env, strict=strict_plugins, extra=extra_plugins, stderr=stderr, cwd=self.cwd
         )
         self.events = EventBus(self.plugins)
         self.data_dir = data_dir_for(self.env)
@@ -104,6 +109,7 @@ class Runtime:
         self._file_times: dict[str, FileTimes] = {}
         self._agents: dict[str, AgentSpec] | None = None
         self._base_rules: dict[str, list[Rule]] = {}
+        self._next_cleanup = 0.0
 
     # -- config -------------------------------------------------------------------------------
     def _load_config(self) -> Config:
@@ -148,11 +154,21 @@ class Runtime:
 
     @property
     def truncator(self) -> Truncator:
+        """The output budget; old spill files are cleaned up on first use and hourly after."""
         if self._truncator is None:
             from hookcode.truncate import Truncator
 
             self._truncator = Truncator(self.data_dir)
+        if time.monotonic() >= self._next_cleanup:
+            self._next_cleanup = time.monotonic() + CLEANUP_INTERVAL
+            self.executor.submit(self._cleanup_spill, self._truncator)
         return self._truncator
+
+    def _cleanup_spill(self, truncator: Truncator) -> None:
+        try:
+            truncator.cleanup()
+        except OSError as exc:  # a cleanup problem must never fail a tool call
+            self.plugins.warn(f"could not clean up {truncator.spill_dir}: {exc}")
 
     def new_id(self, prefix: str) -> str:
         return new_id(prefix)
@@ -167,9 +183,8 @@ class Runtime:
         real = realpath_nearest(path)
         if real == self.cwd or self.cwd in real.parents:
             return True
-        if self.worktree != Path("/") and (real == self.worktree or self.worktree in real.parents):
-            return True
-        return False
+        in_worktree = real == self.worktree or self.worktree in real.parents
+        return self.worktree != Path("/") and in_worktree
 
     # -- agents and rules ---------------------------------------------------------------------
     def agents(self) -> dict[str, AgentSpec]:
@@ -181,7 +196,9 @@ class Runtime:
             ):
                 for spec in specs if isinstance(specs, list | tuple) else [specs]:
                     if not isinstance(spec, AgentSpec):
-                        self.plugins.warn(f"plugin {plugin!r}: agent hook returned {spec!r}; ignored")
+                        self.plugins.warn(
+                            f"plugin {plugin!r}: agent hook returned {spec!r}; ignored"
+                        )
                         continue
                     spec.plugin = spec.plugin or plugin
                     agents[spec.name] = spec
@@ -191,7 +208,9 @@ class Runtime:
                 elif name in agents:
                     agents[name] = agents[name].with_config(cfg)
                 else:
-                    agents[name] = AgentSpec(name=name, mode="all", plugin="config").with_config(cfg)
+                    agents[name] = AgentSpec(name=name, mode="all", plugin="config").with_config(
+                        cfg
+                    )
             self._agents = agents
         return self._agents
 
@@ -243,8 +262,9 @@ class Runtime:
         rules = []
         for rule in rules_from_config(_plain(value), "config"):
             key = () if value == rule.action and isinstance(value, str) else (rule.permission,)
-            rules.append(Rule(rule.permission, rule.pattern, rule.action,
-                              self._source(*path, *key)))
+            rules.append(
+                Rule(rule.permission, rule.pattern, rule.action, self._source(*path, *key))
+            )
         return rules
 
     def _source(self, *key: str) -> str:
@@ -255,7 +275,9 @@ class Runtime:
                 break
         return f"config:{source}" if source else "config"
 
-    def ruleset(self, agent: str, session_id: str | None = None, *, approvals: bool = True) -> Ruleset:
+    def ruleset(
+        self, agent: str, session_id: str | None = None, *, approvals: bool = True
+    ) -> Ruleset:
         rules = list(self.base_rules(agent))
         if session_id is not None:
             rules += self.session_rules.get(session_id, [])
@@ -263,8 +285,11 @@ class Runtime:
         if approvals:
             for record in self.store.approvals(project=str(self.worktree), session_id=session_id):
                 scope = "session" if record.session_id else "project"
-                remembered.append(Rule(record.permission, record.pattern, "allow",
-                                       f"approval:{scope}:{record.id}"))
+                remembered.append(
+                    Rule(
+                        record.permission, record.pattern, "allow", f"approval:{scope}:{record.id}"
+                    )
+                )
         return Ruleset(rules, remembered)
 
     def invalidate(self) -> None:
@@ -319,8 +344,9 @@ class Runtime:
             parent_id=parent_id,
             id=new_id("ses"),
         )
-        self.events.publish("session.created", session_id=record.id, title=title,
-                            parent_id=parent_id)
+        self.events.publish(
+            "session.created", session_id=record.id, title=title, parent_id=parent_id
+        )
         return record
 
     def close(self) -> None:

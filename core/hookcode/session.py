@@ -82,7 +82,9 @@ def providers(runtime: Runtime) -> dict[str, Provider]:
     return found
 
 
-def resolve_model(runtime: Runtime, model: str | None, spec: AgentSpec) -> tuple[Provider, str, str]:
+def resolve_model(
+    runtime: Runtime, model: str | None, spec: AgentSpec
+) -> tuple[Provider, str, str]:
     """(provider, model name, full id) for the model to use; a clear error when there is none."""
     model_id = model or spec.model or runtime.config.core.model
     available = providers(runtime)
@@ -90,7 +92,7 @@ def resolve_model(runtime: Runtime, model: str | None, spec: AgentSpec) -> tuple
         raise HookcodeError(
             "no model configured: pass --model scripted/demo for the offline demo model, or "
             "install a provider plugin (hookcode-provider-anthropic) and set ANTHROPIC_API_KEY, "
-            "or set `model = \"provider/model\"` in hookcode.toml"
+            'or set `model = "provider/model"` in hookcode.toml'
         )
     try:
         provider_id, name = split_model_id(model_id)
@@ -131,8 +133,9 @@ async def run_session(
 
     message = UserMessage(text=text, agent=spec.name, model=model_id)
     runtime.plugins.call_each("chat_message", message=message, session=session)
-    history: list[Message] = [Message("user", [{"type": "text", "text": message.text},
-                                               *message.parts])]
+    history: list[Message] = [
+        Message("user", [{"type": "text", "text": message.text}, *message.parts])
+    ]
     recent_calls: list[tuple[str, str]] = []  # (tool, canonical args) since the user message
 
     step = 0
@@ -142,17 +145,24 @@ async def run_session(
         last = spec.steps is not None and step > spec.steps
         tools = [] if last else runtime.registry.definitions(spec.name, session.id, model_id)
         system = [spec.prompt or DEFAULT_PROMPT, _environment(runtime)]
-        runtime.plugins.call_each("system_prompt", parts=system, session=session, agent=spec,
-                                  model=model_id)
-        params: dict[str, Any] = {"temperature": spec.temperature, "top_p": spec.top_p,
-                                  "max_tokens": None, "options": dict(spec.options)}
-        runtime.plugins.call_each("chat_params", params=params, session=session, agent=spec,
-                                  model=model_id)
+        runtime.plugins.call_each(
+            "system_prompt", parts=system, session=session, agent=spec, model=model_id
+        )
+        params: dict[str, Any] = {
+            "temperature": spec.temperature,
+            "top_p": spec.top_p,
+            "max_tokens": None,
+            "options": dict(spec.options),
+        }
+        runtime.plugins.call_each(
+            "chat_params", params=params, session=session, agent=spec, model=model_id
+        )
         messages = list(history)
         if last:
             messages.append(Message("assistant", [{"type": "text", "text": TEXT_ONLY}]))
-        request = ModelRequest(model=model_name, system=system, messages=messages, tools=tools,
-                               params=params)
+        request = ModelRequest(
+            model=model_name, system=system, messages=messages, tools=tools, params=params
+        )
 
         text_parts: list[str] = []
         started: dict[str, str] = {}  # call id -> tool name (input not complete yet)
@@ -173,11 +183,18 @@ async def run_session(
                     started.pop(event.id, None)
                     if last:
                         continue  # no tools on the last request: such calls are not run
-                    call = ToolCall(tool=event.name, args=event.input, call_id=event.id,
-                                    session_id=session.id, agent=spec.name, model=model_id)
+                    call = ToolCall(
+                        tool=event.name,
+                        args=event.input,
+                        call_id=event.id,
+                        session_id=session.id,
+                        agent=spec.name,
+                        model=model_id,
+                    )
                     emit("tool", {"tool": event.name, "args": event.input, "call_id": event.id})
-                    tasks.append((call, asyncio.create_task(
-                        _run_call(runtime, call, abort, recent_calls))))
+                    tasks.append(
+                        (call, asyncio.create_task(_run_call(runtime, call, abort, recent_calls)))
+                    )
                 elif isinstance(event, Finish):
                     finish = event.reason
                     _add_usage(result.usage, event.usage)
@@ -199,42 +216,70 @@ async def run_session(
             assistant.content.append({"type": "text", "text": step_text})
             result.text = step_text
         for call, _task in tasks:
-            assistant.content.append({"type": "tool_use", "id": call.call_id, "name": call.tool,
-                                      "input": call.args})
+            assistant.content.append(
+                {"type": "tool_use", "id": call.call_id, "name": call.tool, "input": call.args}
+            )
         tool_message = Message("tool", [])
         for outcome in outcomes:
             result.outcomes.append(outcome)
-            emit("tool_result", {"tool": outcome.call.tool, "call_id": outcome.call.call_id,
-                                 "ok": outcome.ok, "title": outcome.result.title if outcome.ok
-                                 and outcome.result else "", "error": outcome.error_text})
+            emit(
+                "tool_result",
+                {
+                    "tool": outcome.call.tool,
+                    "call_id": outcome.call.call_id,
+                    "ok": outcome.ok,
+                    "title": outcome.result.title if outcome.ok and outcome.result else "",
+                    "error": outcome.error_text,
+                },
+            )
             tool_message.content.append(_result_block(outcome))
             if isinstance(outcome.error, PermissionRejected) and not outcome.error.feedback:
                 result.rejected = True
         for call_id, name in started.items():  # cut off by the output limit: never run
             assistant.content.append({"type": "tool_use", "id": call_id, "name": name, "input": {}})
-            tool_message.content.append({"type": "tool_result", "id": call_id, "output": CUT_OFF,
-                                         "is_error": True, "attachments": []})
+            tool_message.content.append(
+                {
+                    "type": "tool_result",
+                    "id": call_id,
+                    "output": CUT_OFF,
+                    "is_error": True,
+                    "attachments": [],
+                }
+            )
             emit("tool_result", {"tool": name, "call_id": call_id, "ok": False, "error": CUT_OFF})
         history.append(assistant)
         if tool_message.content:
             history.append(tool_message)
         result.finish = finish
-        runtime.store.update_session(session.id, tokens_in=result.usage.input,
-                                     tokens_out=result.usage.output, cost=result.usage.cost)
+        runtime.store.update_session(
+            session.id,
+            tokens_in=result.usage.input,
+            tokens_out=result.usage.output,
+            cost=result.usage.cost,
+        )
         if result.rejected or last or finish != "tool-calls" or not tasks:
             return result
 
 
-async def _run_call(runtime: Runtime, call: ToolCall, abort: AbortSignal,
-                    recent: list[tuple[str, str]]) -> Outcome:
-    ctx = ToolContext(runtime, session_id=call.session_id, call_id=call.call_id, agent=call.agent,
-                      model=call.model, abort=AbortSignal(abort), tool=call.tool)
+async def _run_call(
+    runtime: Runtime, call: ToolCall, abort: AbortSignal, recent: list[tuple[str, str]]
+) -> Outcome:
+    ctx = ToolContext(
+        runtime,
+        session_id=call.session_id,
+        call_id=call.call_id,
+        agent=call.agent,
+        model=call.model,
+        abort=AbortSignal(abort),
+        tool=call.tool,
+    )
     key = (call.tool, json.dumps(call.args, sort_keys=True, default=str))
     recent.append(key)
     if len(recent) >= 3 and recent[-3:] == [key] * 3:
         try:
-            await ctx.ask("doom_loop", [call.tool], [call.tool],
-                          {"tool": call.tool, "input": call.args})
+            await ctx.ask(
+                "doom_loop", [call.tool], [call.tool], {"tool": call.tool, "input": call.args}
+            )
         except Exception as exc:  # a refusal of doom_loop fails this call only (or stops on reject)
             return Outcome(call, error=exc)
     return await invoke(call, ctx)
@@ -242,11 +287,20 @@ async def _run_call(runtime: Runtime, call: ToolCall, abort: AbortSignal,
 
 def _result_block(outcome: Outcome) -> dict[str, Any]:
     if outcome.ok and outcome.result is not None:
-        return {"type": "tool_result", "id": outcome.call.call_id, "output": outcome.result.output,
-                "is_error": False,
-                "attachments": [a.to_dict() for a in outcome.result.attachments]}
-    return {"type": "tool_result", "id": outcome.call.call_id, "output": outcome.error_text or "",
-            "is_error": True, "attachments": []}
+        return {
+            "type": "tool_result",
+            "id": outcome.call.call_id,
+            "output": outcome.result.output,
+            "is_error": False,
+            "attachments": [a.to_dict() for a in outcome.result.attachments],
+        }
+    return {
+        "type": "tool_result",
+        "id": outcome.call.call_id,
+        "output": outcome.error_text or "",
+        "is_error": True,
+        "attachments": [],
+    }
 
 
 def _add_usage(total: Usage, step: Usage) -> None:
@@ -271,8 +325,14 @@ def _environment(runtime: Runtime) -> str:
     )
 
 
-def run_headless(runtime: Runtime, text: str, *, model: str | None = None,
-                 agent: str | None = None, as_json: bool = False) -> int:
+def run_headless(
+    runtime: Runtime,
+    text: str,
+    *,
+    model: str | None = None,
+    agent: str | None = None,
+    as_json: bool = False,
+) -> int:
     """``hookcode run``: stream the reply to stdout, tool activity to stderr; the exit code is 1
     when the run failed or a call was refused, naming the refused calls."""
 
@@ -287,13 +347,17 @@ def run_headless(runtime: Runtime, text: str, *, model: str | None = None,
             print(f"\n-> {data['tool']} {args[:200]}", file=sys.stderr, flush=True)
         elif kind == "tool_result":
             mark = "ok" if data["ok"] else f"error: {data['error']}"
-            print(f"   {data['tool']}: {data.get('title') or ''} {mark}".rstrip(), file=sys.stderr,
-                  flush=True)
+            print(
+                f"   {data['tool']}: {data.get('title') or ''} {mark}".rstrip(),
+                file=sys.stderr,
+                flush=True,
+            )
 
     abort = AbortSignal()
     try:
-        result = asyncio.run(run_session(runtime, text, model=model, agent=agent, abort=abort,
-                                         on_event=show))
+        result = asyncio.run(
+            run_session(runtime, text, model=model, agent=agent, abort=abort, on_event=show)
+        )
     except KeyboardInterrupt:
         abort.abort("interrupted")
         print("\nhookcode: interrupted", file=sys.stderr)
@@ -302,15 +366,28 @@ def run_headless(runtime: Runtime, text: str, *, model: str | None = None,
         sys.stdout.write("\n")
     refused = [o for o in result.outcomes if isinstance(o.error, PermissionRejected)]
     if as_json:
-        print(json.dumps({"type": "done", "session_id": result.session_id, "steps": result.steps,
-                          "finish": result.finish, "error": result.error,
-                          "refused": [o.call.tool for o in refused]}), flush=True)
+        print(
+            json.dumps(
+                {
+                    "type": "done",
+                    "session_id": result.session_id,
+                    "steps": result.steps,
+                    "finish": result.finish,
+                    "error": result.error,
+                    "refused": [o.call.tool for o in refused],
+                }
+            ),
+            flush=True,
+        )
     if result.error:
         print(f"hookcode: error: {result.error}", file=sys.stderr)
         return 1
     if refused:
         names = ", ".join(f"{o.call.tool} ({o.call.call_id})" for o in refused)
-        print(f"hookcode: refused tool calls (no one to approve them; use --yes or a terminal): "
-              f"{names}", file=sys.stderr)
+        print(
+            f"hookcode: refused tool calls (no one to approve them; use --yes or a terminal): "
+            f"{names}",
+            file=sys.stderr,
+        )
         return 1
     return 0

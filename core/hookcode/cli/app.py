@@ -2,25 +2,16 @@
 
 from __future__ import annotations
 
-import json
 import os
-import sys
-from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
 
 import typer
 
+from hookcode.cli.state import CliState, GlobalOptions, fail
 from hookcode.errors import HookcodeError
-from hookcode.plugins import Plugins, create_plugins
+from hookcode.plugins import create_plugins
 
-__all__ = ["CliState", "GlobalOptions", "build_app", "parse_globals"]
-
-
-@dataclass
-class GlobalOptions:
-    cwd: str | None = None
-    strict_plugins: bool = False
+__all__ = ["build_app", "parse_globals"]
 
 
 def parse_globals(args: list[str]) -> GlobalOptions:
@@ -46,42 +37,6 @@ def parse_globals(args: list[str]) -> GlobalOptions:
     return options
 
 
-@dataclass
-class CliState:
-    """What the commands share: the plugins (loaded once) and a lazily built runtime."""
-
-    options: GlobalOptions
-    plugins: Plugins
-    _runtime: Any = None
-    extra: dict[str, Any] = field(default_factory=dict)
-
-    def runtime(self, *, yes: bool = False) -> Any:
-        if self._runtime is None:
-            from hookcode.cli.frontend import AutoApprove, TerminalFrontend
-            from hookcode.runtime import Runtime
-
-            if yes:
-                self.plugins.register(AutoApprove(), "cli_yes")
-            elif sys.stdin.isatty() and sys.stderr.isatty():
-                self.plugins.register(TerminalFrontend(), "cli_terminal")
-            self._runtime = Runtime(cwd=self.options.cwd, plugins=self.plugins)
-        return self._runtime
-
-    def close(self) -> None:
-        if self._runtime is not None:
-            self._runtime.close()
-
-
-def fail(message: str, code: int = 1) -> typer.Exit:
-    """Print ``hookcode: error: <message>`` on stderr and return the Exit to raise."""
-    typer.echo(f"hookcode: error: {message}", err=True)
-    return typer.Exit(code)
-
-
-def print_json(data: Any) -> None:
-    typer.echo(json.dumps(data, indent=2, default=str, ensure_ascii=False))
-
-
 def build_app(options: GlobalOptions) -> typer.Typer:
     app = typer.Typer(
         name="hookcode",
@@ -92,7 +47,8 @@ def build_app(options: GlobalOptions) -> typer.Typer:
         context_settings={"help_option_names": ["-h", "--help"]},
     )
     try:
-        plugins = create_plugins(env=os.environ, strict=options.strict_plugins)
+        cwd = options.cwd if options.cwd and Path(options.cwd).is_dir() else os.getcwd()
+        plugins = create_plugins(env=os.environ, strict=options.strict_plugins, cwd=cwd)
     except HookcodeError as exc:
         typer.echo(f"hookcode: error: {exc}", err=True)
         raise SystemExit(1) from None
@@ -114,7 +70,7 @@ def build_app(options: GlobalOptions) -> typer.Typer:
     from hookcode.cli import commands
 
     commands.register(app, state)
-    for plugin, value, error in plugins.call_each_outcomes("cli", app=app):
+    for plugin, _value, error in plugins.call_each_outcomes("cli", app=app):
         if error is not None:
             plugins.report(plugin, "cli", error)
     return app

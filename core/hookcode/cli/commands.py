@@ -9,11 +9,11 @@ from typing import TYPE_CHECKING, Any
 
 import typer
 
-from hookcode.cli.app import fail, print_json
+from hookcode.cli.state import fail, print_json
 from hookcode.errors import HookcodeError
 
 if TYPE_CHECKING:
-    from hookcode.cli.app import CliState
+    from hookcode.cli.state import CliState
 
 JSON_HELP = "Print JSON."
 
@@ -53,23 +53,28 @@ def register(app: typer.Typer, state: CliState) -> None:
         """List the registered tools (and what each one shadows)."""
         rt = runtime()
         try:
-            entries = (
-                rt.registry.available(agent) if agent else list(rt.registry.entries.values())
-            )
+            entries = rt.registry.available(agent) if agent else list(rt.registry.entries.values())
         except HookcodeError as exc:
             raise fail(str(exc)) from None
         if as_json:
             print_json([e.to_dict() for e in entries])
             return
         if not entries:
-            typer.echo("No tools are registered. Install a tool pack (pip install ...) "
-                       "or see `hookcode plugins list`.")
+            typer.echo(
+                "No tools are registered. Install a tool pack (pip install ...) "
+                "or see `hookcode plugins list`."
+            )
             return
         rows = []
         for e in sorted(entries, key=lambda e: e.name):
             shadow = ", ".join(s.plugin for s in e.shadows)
-            rows.append([e.name, e.plugin + (f" (shadows {shadow})" if shadow else ""),
-                         _first_line(e.tool.description)])
+            rows.append(
+                [
+                    e.name,
+                    e.plugin + (f" (shadows {shadow})" if shadow else ""),
+                    _first_line(e.tool.description),
+                ]
+            )
         _table(None, ["tool", "plugin", "description"], rows)
 
     @tools_app.command("show")
@@ -117,8 +122,13 @@ def register(app: typer.Typer, state: CliState) -> None:
         except HookcodeError as exc:
             raise fail(str(exc)) from None
         outcome = asyncio.run(
-            ainvoke_tool(rt, name, args_json if args_json is not None else {},
-                         agent=agent_name, session_id=session.id)
+            ainvoke_tool(
+                rt,
+                name,
+                args_json if args_json is not None else {},
+                agent=agent_name,
+                session_id=session.id,
+            )
         )
         if as_json:
             print_json(outcome.to_dict())
@@ -141,8 +151,12 @@ def register(app: typer.Typer, state: CliState) -> None:
             print_json([i.to_dict() for i in infos])
             return
         rows = [
-            [i.name, f"{i.distribution or '-'} {i.version or ''}".strip(), i.status,
-             ", ".join(i.hooks) if i.status == "loaded" else (i.error or "")]
+            [
+                i.name,
+                f"{i.distribution or '-'} {i.version or ''}".strip(),
+                i.status,
+                ", ".join(i.hooks) if i.status == "loaded" else (i.error or ""),
+            ]
             for i in infos
         ]
         _table(None, ["plugin", "distribution", "status", "hooks / error"], rows)
@@ -179,12 +193,19 @@ def register(app: typer.Typer, state: CliState) -> None:
         rt = runtime()
         cfg = rt.config
         existing = {layer.source for layer in cfg.layers}
-        files = [{"path": str(p), "exists": str(p) in existing or p.exists()}
-                 for p in cfg.candidates]
+        files = [
+            {"path": str(p), "exists": str(p) in existing or p.exists()} for p in cfg.candidates
+        ]
         if as_json:
-            print_json({"files": files, "env": [layer.source for layer in cfg.layers
-                                                if layer.source.startswith("HOOKCODE_")],
-                        "data_dir": str(rt.data_dir)})
+            print_json(
+                {
+                    "files": files,
+                    "env": [
+                        layer.source for layer in cfg.layers if layer.source.startswith("HOOKCODE_")
+                    ],
+                    "data_dir": str(rt.data_dir),
+                }
+            )
             return
         for f in files:
             typer.echo(f"{'*' if f['exists'] else ' '} {f['path']}")
@@ -194,8 +215,9 @@ def register(app: typer.Typer, state: CliState) -> None:
         typer.echo(f"data: {rt.data_dir}")
 
     # ------------------------------------------------------------------------------ permissions
-    perm_app = typer.Typer(help="Explain decisions; list and revoke approvals.",
-                           no_args_is_help=True)
+    perm_app = typer.Typer(
+        help="Explain decisions; list and revoke approvals.", no_args_is_help=True
+    )
     app.add_typer(perm_app, name="permissions")
 
     @perm_app.command("explain")
@@ -216,9 +238,17 @@ def register(app: typer.Typer, state: CliState) -> None:
         ruleset = rt.ruleset(spec.name, None)
         decided = ruleset.decide_one(permission, pattern)
         request = PermissionRequest(
-            id="explain", session_id="", permission=permission, patterns=[pattern],
-            always=[pattern], metadata={}, agent=spec.name, tool={}, ruleset=ruleset,
-            cwd=str(rt.cwd), worktree=str(rt.worktree),
+            id="explain",
+            session_id="",
+            permission=permission,
+            patterns=[pattern],
+            always=[pattern],
+            metadata={},
+            agent=spec.name,
+            tool={},
+            ruleset=ruleset,
+            cwd=str(rt.cwd),
+            worktree=str(rt.worktree),
         )
         vote = rt.permissions.vote(request)
         data = {
@@ -251,19 +281,32 @@ def register(app: typer.Typer, state: CliState) -> None:
         rows = rt.store.approvals(project=str(rt.worktree), session_id=None)
         sessions = [s.id for s in rt.store.list_sessions(str(rt.worktree))]
         for session_id in sessions:
-            rows += [a for a in rt.store.approvals(project=str(rt.worktree), session_id=session_id)
-                     if a.session_id]
-        data = [{"id": a.id, "permission": a.permission, "pattern": a.pattern,
-                 "scope": "session" if a.session_id else "project", "session_id": a.session_id}
-                for a in rows]
+            rows += [
+                a
+                for a in rt.store.approvals(project=str(rt.worktree), session_id=session_id)
+                if a.session_id
+            ]
+        data = [
+            {
+                "id": a.id,
+                "permission": a.permission,
+                "pattern": a.pattern,
+                "scope": "session" if a.session_id else "project",
+                "session_id": a.session_id,
+            }
+            for a in rows
+        ]
         if as_json:
             print_json(data)
             return
         if not data:
             typer.echo("No remembered approvals.")
             return
-        _table(None, ["id", "scope", "permission", "pattern"],
-               [[d["id"], d["scope"], d["permission"], d["pattern"]] for d in data])
+        _table(
+            None,
+            ["id", "scope", "permission", "pattern"],
+            [[d["id"], d["scope"], d["permission"], d["pattern"]] for d in data],
+        )
 
     @perm_app.command("revoke")
     def permissions_revoke(approval_id: str = typer.Argument(..., metavar="ID")) -> None:
@@ -277,7 +320,9 @@ def register(app: typer.Typer, state: CliState) -> None:
     @app.command("run")
     def run(
         message: list[str] = typer.Argument(..., help="What to ask the agent."),
-        model: str = typer.Option(None, "--model", "-m", help="provider/model, e.g. scripted/demo."),
+        model: str = typer.Option(
+            None, "--model", "-m", help="provider/model, e.g. scripted/demo."
+        ),
         agent: str = typer.Option(None, "--agent", help="Agent to run (default: build)."),
         yes: bool = typer.Option(False, "--yes", "-y", help="Approve permission asks."),
         as_json: bool = typer.Option(False, "--json", help="Print events as JSON lines."),

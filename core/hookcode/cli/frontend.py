@@ -52,8 +52,9 @@ class TerminalFrontend:
             return Reply("always", scope="session")
         if answer == "p":
             return Reply("always", scope="project")
-        feedback = Prompt.ask("Feedback for the model (empty for none)", default="",
-                              console=console)
+        feedback = Prompt.ask(
+            "Feedback for the model (empty for none)", default="", console=console
+        )
         return Reply("reject", feedback=feedback or None)
 
     @hookimpl

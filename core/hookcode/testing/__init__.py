@@ -76,13 +76,15 @@ async def ainvoke_tool(
         agent=agent,
         model=model,
     )
-    ctx = ToolContext(runtime, session_id=session_id, call_id=call.call_id, agent=agent,
-                      model=model, tool=name)
+    ctx = ToolContext(
+        runtime, session_id=session_id, call_id=call.call_id, agent=agent, model=model, tool=name
+    )
     return await invoke(call, ctx)
 
 
-def invoke_tool(runtime: Any, name: str, args: Mapping[str, Any] | str | None = None,
-                **kwargs: Any) -> Any:
+def invoke_tool(
+    runtime: Any, name: str, args: Mapping[str, Any] | str | None = None, **kwargs: Any
+) -> Any:
     """Sync :func:`ainvoke_tool` (runs its own event loop)."""
     return asyncio.run(ainvoke_tool(runtime, name, args, **kwargs))
 
@@ -128,15 +130,18 @@ class HookcodeEnv:
         path.write_text(text)
         return path
 
-    def runtime(self, *, cwd: Path | None = None, entrypoints: bool = True,
-                strict: bool = False, **env: str) -> Any:
+    def runtime(
+        self, *, cwd: Path | None = None, entrypoints: bool = True, strict: bool = False, **env: str
+    ) -> Any:
         from hookcode.plugins import create_plugins
         from hookcode.runtime import Runtime
 
         full_env = {**self.env, **env}
-        plugins = create_plugins(env=full_env, strict=strict, entrypoints=entrypoints,
-                                 extra=self.plugins)
-        runtime = Runtime(cwd=cwd or self.project, env=full_env, plugins=plugins)
+        directory = cwd or self.project
+        plugins = create_plugins(
+            env=full_env, strict=strict, entrypoints=entrypoints, extra=self.plugins, cwd=directory
+        )
+        runtime = Runtime(cwd=directory, env=full_env, plugins=plugins)
         self._runtimes.append(runtime)
         return runtime
 

@@ -49,12 +49,19 @@ class Turn:
         if isinstance(value, str):
             return cls(text=value)
         calls = [
-            c if isinstance(c, ToolCallSpec) else ToolCallSpec(**c) if isinstance(c, dict)
+            c
+            if isinstance(c, ToolCallSpec)
+            else ToolCallSpec(**c)
+            if isinstance(c, dict)
             else ToolCallSpec(c[0], dict(c[1]))
             for c in value.get("tool_calls", [])
         ]
-        return cls(text=value.get("text", ""), tool_calls=calls, finish=value.get("finish"),
-                   error=value.get("error"))
+        return cls(
+            text=value.get("text", ""),
+            tool_calls=calls,
+            finish=value.get("finish"),
+            error=value.get("error"),
+        )
 
 
 class ScriptedModel:

@@ -92,8 +92,12 @@ def builtin_agents(data_dir: Path) -> list[AgentSpec]:
             ),
         ),
         *(
-            AgentSpec(name=name, description=f"Internal {name} agent.", mode="hidden",
-                      permission=[Rule("*", "*", "deny", f"agent:{name}")])
+            AgentSpec(
+                name=name,
+                description=f"Internal {name} agent.",
+                mode="hidden",
+                permission=[Rule("*", "*", "deny", f"agent:{name}")],
+            )
             for name in ("compaction", "title", "summary")
         ),
     ]

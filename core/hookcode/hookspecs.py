@@ -70,6 +70,7 @@ def tool() -> list[Tool]:
         A list of tools. A tool whose name another plugin also uses shadows the earlier
         registration (or is shadowed by a later one); ``hookcode tools list`` shows both.
     """
+    ...
 
 
 @hookspec
@@ -81,6 +82,7 @@ def provider() -> list[Provider]:
         ``"<provider id>/<model>"``; import the provider's SDK inside ``stream()``, never at
         module level.
     """
+    ...
 
 
 @hookspec
@@ -90,6 +92,7 @@ def auth() -> list[AuthMethod]:
     Returns:
         A list of :class:`~hookcode.providers.AuthMethod` objects.
     """
+    ...
 
 
 @hookspec
@@ -105,6 +108,7 @@ def agent(config: Any, data_dir: Path) -> list[AgentSpec]:
         A list of :class:`~hookcode.agents.AgentSpec`. A later agent with the same name
         replaces an earlier one; ``[agent.NAME]`` config is applied on top.
     """
+    ...
 
 
 @hookspec
@@ -117,6 +121,7 @@ def cli(app: typer.Typer) -> None:
     Returns:
         Nothing.
     """
+    ...
 
 
 @hookspec
@@ -128,6 +133,7 @@ def config_schema() -> dict[str, type[BaseModel]]:
         ``"audit"``) to the pydantic model that validates that section. ``*`` matches one key
         segment. Two plugins claiming one pattern is a load error naming both.
     """
+    ...
 
 
 @hookspec
@@ -144,6 +150,7 @@ def permission_defaults(agent: AgentSpec) -> list[Rule]:
     Returns:
         A list of :class:`~hookcode.permission.Rule` (give each a ``source``).
     """
+    ...
 
 
 # =============================================================================================
@@ -164,6 +171,7 @@ def config(config: Any) -> None:
     Returns:
         Nothing.
     """
+    ...
 
 
 @hookspec
@@ -177,6 +185,7 @@ def chat_message(message: Any, session: Any) -> None:
     Returns:
         Nothing.
     """
+    ...
 
 
 @hookspec
@@ -193,6 +202,7 @@ def chat_params(params: dict[str, Any], session: Any, agent: Any, model: str) ->
     Returns:
         Nothing.
     """
+    ...
 
 
 @hookspec
@@ -208,6 +218,7 @@ def system_prompt(parts: list[str], session: Any, agent: Any, model: str) -> Non
     Returns:
         Nothing.
     """
+    ...
 
 
 @hookspec
@@ -222,6 +233,7 @@ def tool_definition(tool_id: str, definition: dict[str, Any]) -> None:
     Returns:
         Nothing.
     """
+    ...
 
 
 @hookspec
@@ -239,6 +251,7 @@ def tool_execute_before(call: ToolCall, ctx: ToolContext) -> None:
         the model and the tool body does not run. Any other exception ends the call as an
         error naming your plugin.
     """
+    ...
 
 
 @hookspec(firstresult=True)
@@ -257,6 +270,7 @@ def tool_execute(call: ToolCall, ctx: ToolContext) -> ToolResult | None:
         A :class:`~hookcode.ToolResult` to answer the call, or None to let the next
         implementation (eventually the tool) answer.
     """
+    ...
 
 
 @hookspec
@@ -272,6 +286,7 @@ def tool_execute_after(call: ToolCall, result: ToolResult, ctx: ToolContext) -> 
     Returns:
         Nothing. An exception ends the call as an error naming your plugin.
     """
+    ...
 
 
 @hookspec
@@ -287,6 +302,7 @@ def tool_execute_error(call: ToolCall, error: BaseException, ctx: ToolContext) -
         A :class:`~hookcode.ToolResult` to recover (the call then succeeds with it), or None
         to observe only. Results returned for permission refusals and aborts are ignored.
     """
+    ...
 
 
 @hookspec
@@ -301,6 +317,7 @@ def permission_ask(request: PermissionRequest) -> Vote | str | None:
         ``"allow"``, ``"deny"``, ``"ask"``, a :class:`~hookcode.permission.Vote` with a
         reason, or None to abstain. Raising counts as an ``"ask"`` vote.
     """
+    ...
 
 
 @hookspec(firstresult=True)
@@ -315,6 +332,7 @@ def permission_prompt(request: PermissionRequest) -> Reply | None:
         with optional feedback), or None if this front end cannot ask. With no answer at all
         (headless) the request is rejected.
     """
+    ...
 
 
 @hookspec(firstresult=True)
@@ -328,6 +346,7 @@ def question_prompt(request: QuestionRequest) -> list[list[str]] | None:
         One list of chosen answers per question, or None when dismissed or when this front
         end cannot ask.
     """
+    ...
 
 
 @hookspec(firstresult=True)
@@ -343,6 +362,7 @@ def shell_analyze(command: str, cwd: str) -> ShellAnalysis | None:
         "always" prefixes, directories outside the project, whether anything was opaque), or
         None when this plugin cannot analyse it.
     """
+    ...
 
 
 @hookspec
@@ -357,6 +377,7 @@ def shell_env(env: dict[str, str], cwd: str, ctx: ToolContext | None) -> None:
     Returns:
         Nothing.
     """
+    ...
 
 
 @hookspec
@@ -370,3 +391,4 @@ def event(event: Event) -> None:
     Returns:
         Nothing.
     """
+    ...

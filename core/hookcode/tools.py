@@ -356,7 +356,7 @@ class Tool:
     permission: str | None = None
     asks_permission: bool = False
     timeout: float | None = None
-    aliases: ClassVar[dict[str, str]] = {}
+    aliases: dict[str, str] = {}  # noqa: RUF012 - never mutated; instances assign their own
     Args: ClassVar[type[BaseModel] | None] = None
 
     #: the plugin that registered this tool (set by the registry)
@@ -547,7 +547,7 @@ class FunctionTool(Tool):
         aliases: dict[str, str] | None = None,
     ) -> None:
         self.fn = fn
-        self._description = description
+        self._description: str | None = description
         super().__init__()
         self.name = name or fn.__name__
         if not _NAME_RE.match(self.name):
@@ -563,17 +563,9 @@ class FunctionTool(Tool):
         self.__wrapped__ = fn
 
     def _init_description(self) -> None:
-        pass  # the docstring of the function, read lazily
-
-    @property  # type: ignore[override]
-    def description(self) -> str:
         if self._description is None:
             self._description = _strip_args_section(inspect.getdoc(self.fn) or "")
-        return self._description
-
-    @description.setter
-    def description(self, value: str) -> None:
-        self._description = value
+        self.description = self._description
 
     def _callable(self) -> Callable[..., Any]:
         return self.fn
@@ -680,8 +672,9 @@ def _docstring_params(doc: str) -> dict[str, str]:
             break
         entry = re.match(r"^\s*(\*{0,2}\w+)\s*(\([^)]*\))?\s*:\s*(.*)$", line)
         if indent == base_indent and entry:
-            current = entry.group(1)
-            params[current] = entry.group(3).strip()
+            name: str = entry.group(1)
+            current = name
+            params[name] = entry.group(3).strip()
         elif current is not None:
             params[current] = (params[current] + " " + line.strip()).strip()
     return params

@@ -65,19 +65,25 @@ async def ainvoke_tool(
     from hookcode.pipeline import invoke
     from hookcode.tools import ToolCall, ToolContext
 
-    agent = agent or runtime.default_agent
+    agent_name: str = agent or runtime.default_agent
     if session_id is None:
-        session_id = runtime.create_session(title=f"invoke {name}", agent=agent).id
+        session_id = runtime.create_session(title=f"invoke {name}", agent=agent_name).id
+    assert session_id is not None
     call = ToolCall(
         tool=name,
         args=dict(args) if isinstance(args, Mapping) else (args if args is not None else {}),
         call_id=runtime.new_id("call"),
         session_id=session_id,
-        agent=agent,
+        agent=agent_name,
         model=model,
     )
     ctx = ToolContext(
-        runtime, session_id=session_id, call_id=call.call_id, agent=agent, model=model, tool=name
+        runtime,
+        session_id=session_id,
+        call_id=call.call_id,
+        agent=agent_name,
+        model=model,
+        tool=name,
     )
     return await invoke(call, ctx)
 

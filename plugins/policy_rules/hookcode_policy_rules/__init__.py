@@ -11,10 +11,10 @@ The vote: the effective rules of the request (agent defaults, plugin defaults, `
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 from hookcode import AgentSpec, Rule, Vote, hookimpl
-from hookcode.permission import PermissionRequest, deny_message
+from hookcode.permission import Action, PermissionRequest, deny_message
 
 BUILTIN = ("build", "plan", "general", "explore", "compaction", "title", "summary")
 
@@ -43,7 +43,7 @@ def builtin_agents(data_dir: Path) -> list[AgentSpec]:
     spill = (Path(data_dir) / "tool-output").as_posix()
 
     def rules(name: str, *extra: tuple[str, str, str]) -> list[Rule]:
-        return [*base, *(Rule(p, pat, a, f"agent:{name}") for p, pat, a in extra)]
+        return [*base, *(Rule(p, pat, cast(Action, a), f"agent:{name}") for p, pat, a in extra)]
 
     explore_allow = ("grep", "glob", "list", "bash", "webfetch", "websearch", "codesearch", "read")
     return [

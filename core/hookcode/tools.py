@@ -256,6 +256,40 @@ class ToolContext:
             metadata=metadata or {},
         )
 
+    def external_directory(self, path: str | Path, kind: str | None = None) -> str | None:
+        """The ``<dir>/*`` pattern to ask ``external_directory`` for when ``path`` lies outside
+        the project, else None. ``kind`` is ``"directory"`` or ``"file"`` (default: from
+        stat); the directory asked about is the target itself for a directory, else its parent.
+        Paths are compared after resolving symlinks."""
+        from hookcode.runtime import realpath_nearest
+
+        target = realpath_nearest(self.resolve(path))
+        if self.runtime.is_inside_project(target):
+            return None
+        if kind is None:
+            kind = "directory" if target.is_dir() else "file"
+        directory = target if kind == "directory" else target.parent
+        return f"{directory.as_posix().rstrip('/')}/*"
+
+    async def ask_external_directory(self, path: str | Path, kind: str | None = None) -> None:
+        """Ask ``external_directory`` if ``path`` is outside the project (reference
+        permissions.md §7); return at once when it is inside."""
+        pattern = self.external_directory(path, kind)
+        if pattern is None:
+            return
+        target = self.resolve(path)
+        await self.ask(
+            "external_directory",
+            [pattern],
+            [pattern],
+            {"filepath": str(target), "parentDir": pattern[:-2]},
+        )
+
+    def ask_external_directory_sync(self, path: str | Path, kind: str | None = None) -> None:
+        """:meth:`ask_external_directory` for sync tools running in a worker thread."""
+        if self.external_directory(path, kind) is not None:
+            self._run_sync(self.ask_external_directory(path, kind))
+
     def ask_sync(
         self,
         permission: str,

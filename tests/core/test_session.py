@@ -234,3 +234,21 @@ def test_old_spill_files_are_cleaned_up_when_truncation_starts(hookcode_env):
     rt.truncator  # noqa: B018 - first use schedules the clean-up
     rt.executor.shutdown(wait=True)
     assert not old.exists()
+
+
+def test_external_directory_check_on_the_context(hookcode_env, tmp_path):
+    from hookcode.tools import ToolContext
+
+    rt = hookcode_env.runtime()
+    ctx = ToolContext(rt, session_id="s", call_id="c")
+    outside = tmp_path / "elsewhere"
+    outside.mkdir()
+    (outside / "f.txt").write_text("x")
+    assert ctx.external_directory(hookcode_env.project / "inside.txt") is None
+    assert ctx.external_directory(outside / "f.txt") == f"{outside}/*"
+    assert ctx.external_directory(outside) == f"{outside}/*"
+    assert ctx.external_directory(outside / "new" / "deep.txt") == f"{outside}/new/*"
+    # a symlink inside the project that points outside is outside
+    link = hookcode_env.project / "link"
+    link.symlink_to(outside)
+    assert ctx.external_directory(link / "f.txt") == f"{outside.resolve()}/*"

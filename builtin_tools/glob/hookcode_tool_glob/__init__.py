@@ -1,1 +1,97 @@
-"""glob tool."""
+"""The ``glob`` tool: files whose path matches a glob pattern, newest first (reference/tools.md §8).
+
+Files are listed by ripgrep (``rg --files``): hidden files included, ``.git`` excluded, ignore
+files honoured, symlinks not followed. At most 100 paths are returned (sorted by modification
+time, newest first); ``truncated`` says a 101st exists.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import Annotated, Any
+
+from hookcode import ToolContext, ToolResult, hookimpl
+from hookcode import tool as define_tool
+
+LIMIT = 100
+
+DESCRIPTION = """\
+Fast file pattern matching that works with any codebase size.
+- Supports glob patterns like "**/*.js" or "src/**/*.ts"
+- Returns matching file paths sorted by modification time (newest first)
+- Hidden files are included; files ignored by .gitignore and the .git directory are not
+- At most 100 files are returned; use a more specific path or pattern when results are truncated
+- Use this tool when you need to find files by name patterns
+- When an open-ended search may need several rounds of globbing and grepping, use the task
+  tool instead"""
+
+
+@define_tool(name="glob", description=DESCRIPTION, asks_permission=True)
+async def glob(
+    ctx: ToolContext,
+    pattern: Annotated[str, "The glob pattern to match files against"],
+    path: Annotated[
+        str | None,
+        "The directory to search in. If not specified, the current working directory will be "
+        'used. IMPORTANT: Omit this field to use the default directory. DO NOT enter "undefined" '
+        'or "null" - simply omit it for the default behavior. Must be a valid directory path if '
+        "provided.",
+    ] = None,
+) -> ToolResult:
+    from hookcode.ripgrep import files
+
+    await ctx.ask("glob", [pattern], ["*"], metadata={"pattern": pattern, "path": path})
+    search = ctx.resolve(path) if path else ctx.cwd
+    await _external_directory(ctx, search)
+
+    found, truncated = await files(search, [pattern], limit=LIMIT, abort=ctx.abort)
+    entries = []
+    for relative in found:
+        full = os.path.join(search, relative)
+        try:
+            mtime = os.stat(full).st_mtime_ns
+        except OSError:
+            mtime = 0
+        entries.append((mtime, full))
+    entries.sort(key=lambda entry: entry[0], reverse=True)  # stable: path order among ties
+
+    if not entries:
+        output = "No files found"
+    else:
+        lines = [full for _, full in entries]
+        if truncated:
+            lines += [
+                "",
+                f"(Results are truncated: showing first {LIMIT} results. "
+                "Consider using a more specific path or pattern.)",
+            ]
+        output = "\n".join(lines)
+    return ToolResult(
+        title=_relative(ctx.worktree, search),
+        output=output,
+        metadata={"count": len(entries), "truncated": truncated},
+    )
+
+
+async def _external_directory(ctx: ToolContext, directory: Path) -> None:
+    """Ask ``external_directory`` for a search directory outside the project."""
+    if ctx.is_inside_project(directory):
+        return
+    target = str(directory)
+    pattern = target.replace(os.sep, "/").rstrip("/") + "/*"
+    await ctx.ask(
+        "external_directory",
+        [pattern],
+        [pattern],
+        metadata={"filepath": target, "parentDir": target},
+    )
+
+
+def _relative(worktree: Path, path: Path) -> str:
+    return os.path.relpath(path, worktree).replace(os.sep, "/")
+
+
+@hookimpl
+def tool() -> list[Any]:
+    return [glob]

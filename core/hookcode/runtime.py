@@ -13,6 +13,7 @@ from typing import IO, TYPE_CHECKING, Any
 from hookcode.agents import AgentSpec
 from hookcode.errors import ConfigError, HookcodeError
 from hookcode.events import EventBus
+from hookcode.fileio import PathLocks
 from hookcode.filetime import FileTimes
 from hookcode.ids import new_id
 from hookcode.permission import (
@@ -110,6 +111,8 @@ class Runtime:
         self._agents: dict[str, AgentSpec] | None = None
         self._base_rules: dict[str, list[Rule]] = {}
         self._next_cleanup = 0.0
+        #: per-path locks every writing tool holds while it checks, asks and writes
+        self.path_locks = PathLocks()
 
     # -- config -------------------------------------------------------------------------------
     def _load_config(self) -> Config:

@@ -1,0 +1,81 @@
+"""fileio: atomic writes that keep how a file was stored; per-path locks."""
+
+from __future__ import annotations
+
+import asyncio
+import codecs
+import os
+import threading
+import time
+
+from hookcode.fileio import PathLocks, atomic_write, diff, diff_stats, read_text, write_text
+
+
+def test_round_trip_keeps_crlf_bom_mode_and_bad_bytes(tmp_path):
+    path = tmp_path / "a.txt"
+    path.write_bytes(codecs.BOM_UTF8 + b"one\r\ntwo \xff\r\n")
+    os.chmod(path, 0o751)
+    before = read_text(path)
+    assert before.newline == "\r\n" and before.bom == codecs.BOM_UTF8 and before.mode == 0o751
+    write_text(path, before.lf_text.replace("one", "uno"), like=before)
+    assert path.read_bytes() == codecs.BOM_UTF8 + b"uno\r\ntwo \xff\r\n"
+    assert os.stat(path).st_mode & 0o777 == 0o751
+
+
+def test_utf16_file_stays_utf16(tmp_path):
+    path = tmp_path / "w.txt"
+    path.write_bytes(codecs.BOM_UTF16_LE + "héllo\n".encode("utf-16-le"))
+    before = read_text(path)
+    write_text(path, "héllo wörld\n", like=before)
+    assert path.read_bytes() == codecs.BOM_UTF16_LE + "héllo wörld\n".encode("utf-16-le")
+
+
+def test_new_file_creates_parents_and_uses_umask_mode(tmp_path):
+    path = tmp_path / "deep" / "er" / "new.txt"
+    write_text(path, "x\n")
+    assert path.read_text() == "x\n"
+    umask = os.umask(0)
+    os.umask(umask)
+    assert os.stat(path).st_mode & 0o777 == 0o666 & ~umask
+    assert read_text(tmp_path / "missing").exists is False
+
+
+def test_failed_write_leaves_old_file_and_no_temp(tmp_path):
+    path = tmp_path / "keep.txt"
+    path.write_text("old")
+
+    try:
+        atomic_write(path, object())  # type: ignore[arg-type]
+    except TypeError:
+        pass
+    assert path.read_text() == "old"
+    assert [p.name for p in tmp_path.iterdir()] == ["keep.txt"]
+
+
+def test_diff_and_stats():
+    assert diff_stats("a\nb\nc\n", "a\nB\nc\nd\n") == (2, 1)
+    text = diff("f.txt", "a\n", "b\n")
+    assert "--- f.txt" in text and "-a" in text and "+b" in text
+
+
+def test_locks_serialise_async_and_sync_writers(tmp_path):
+    locks = PathLocks()
+    a, b = tmp_path / "a", tmp_path / "b"
+    inside = []
+
+    def sync_writer():
+        with locks.hold_sync(b, a):
+            inside.append("sync-in")
+            time.sleep(0.05)
+            inside.append("sync-out")
+
+    async def main():
+        thread = threading.Thread(target=sync_writer)
+        thread.start()
+        await asyncio.sleep(0.01)
+        async with locks.hold(a, b):
+            inside.append("async")
+        thread.join()
+
+    asyncio.run(main())
+    assert inside == ["sync-in", "sync-out", "async"]

@@ -8,6 +8,8 @@ import os
 import threading
 import time
 
+import pytest
+
 from hookcode.fileio import PathLocks, atomic_write, diff, diff_stats, read_text, write_text
 
 
@@ -44,10 +46,8 @@ def test_failed_write_leaves_old_file_and_no_temp(tmp_path):
     path = tmp_path / "keep.txt"
     path.write_text("old")
 
-    try:
+    with pytest.raises(TypeError):
         atomic_write(path, object())  # type: ignore[arg-type]
-    except TypeError:
-        pass
     assert path.read_text() == "old"
     assert [p.name for p in tmp_path.iterdir()] == ["keep.txt"]
 

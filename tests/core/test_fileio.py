@@ -9,7 +9,6 @@ import threading
 import time
 
 import pytest
-
 from hookcode.fileio import PathLocks, atomic_write, diff, diff_stats, read_text, write_text
 
 

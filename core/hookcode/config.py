@@ -615,8 +615,9 @@ def load_config(
     problems += section_problems
     warnings: list[str] = []
     for path in unclaimed:
-        if unloaded_plugins:
-            not_loaded = ", ".join(unloaded_plugins)
+        owners = _possible_owners(path, unloaded_plugins)
+        if owners:
+            not_loaded = ", ".join(owners)
             warnings += [
                 f"config key {'.'.join(section)!r} in {_source_for(section, provenance, fallback)}"
                 f" is not used by any loaded plugin (not loaded: {not_loaded})"
@@ -639,6 +640,20 @@ def load_config(
         provenance=provenance,
         warnings=warnings,
     )
+
+
+def _possible_owners(path: KeyPath, unloaded_plugins: Sequence[str]) -> list[str]:
+    """The plugins that are not loaded and could own the section at ``path``: a plugin named
+    ``tool_bash`` may own ``[tool.bash]`` or ``[tool]``; ``mcp`` may own ``[mcp]``; a plugin
+    whose name contains the section's name (``shell_hooks`` for ``[hooks]``) may too. A key
+    no unloaded plugin could own (a misspelled core key) stays an error."""
+    top = path[0].lower()
+    owners = []
+    for name in unloaded_plugins:
+        words = name.lower().replace("-", "_").split("_")
+        if top in words or name.lower() == "_".join(p.lower() for p in path):
+            owners.append(name)
+    return owners
 
 
 # ----------------------------------------------------------------------------- schema

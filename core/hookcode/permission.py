@@ -141,13 +141,14 @@ def expand_home(pattern: str, home: str | None = None) -> str:
 # ---------------------------------------------------------------------------------------------
 
 
-def rules_from_config(value: Any, source: str) -> list[Rule]:
+def rules_from_config(value: Any, source: str, home: str | None = None) -> list[Rule]:
     """Rules from a ``[permission]``-shaped value: a bare action, or ``{permission: action |
-    {pattern: action}}`` in order. Raises ValueError naming the key for a bad action."""
+    {pattern: action}}`` in order. Raises ValueError naming the key for a bad action.
+    ``home`` is the home directory for ``~`` in patterns (default: the process's)."""
     if value is None:
         return []
     if isinstance(value, str):
-        return [Rule("*", "*", _action(value, "permission"), source)]
+        return [Rule("*", "*", _action(value, ""), source)]
     if not isinstance(value, Mapping):
         raise ValueError(f"permission: expected an action or a table, got {type(value).__name__}")
     rules: list[Rule] = []
@@ -157,7 +158,12 @@ def rules_from_config(value: Any, source: str) -> list[Rule]:
         elif isinstance(entry, Mapping):
             for pattern, action in entry.items():
                 rules.append(
-                    Rule(key, expand_home(pattern), _action(action, f"{key}.{pattern}"), source)
+                    Rule(
+                        key,
+                        expand_home(pattern, home),
+                        _action(action, f"{key}.{pattern}"),
+                        source,
+                    )
                 )
         else:
             raise ValueError(f"permission.{key}: expected an action or a table of patterns")
@@ -175,7 +181,8 @@ def rules_from_legacy_tools(tools: Mapping[str, bool], source: str) -> list[Rule
 
 def _action(value: Any, key: str) -> Action:
     if value not in ACTIONS:
-        raise ValueError(f"permission.{key}: {value!r} is not an action (allow, deny or ask)")
+        where = f"permission.{key}" if key else "permission"
+        raise ValueError(f"{where}: {value!r} is not an action (allow, deny or ask)")
     return value  # type: ignore[return-value]
 
 
@@ -391,12 +398,32 @@ class PermissionService:
         try:
             async with lock:
                 if self._rejected_upto.get(ctx.session_id, 0) >= seq:
+                    # rejected together with an earlier request of this session (§5): a
+                    # refusal like any other, with its own reject event
+                    runtime.refusals.append(request)
+                    runtime.events.publish(
+                        "permission.replied",
+                        session_id=ctx.session_id,
+                        request_id=request.id,
+                        reply="reject",
+                        scope=None,
+                        feedback=None,
+                    )
                     raise PermissionRejected()
                 # an "always" given while we waited may cover this request now
                 request.ruleset = runtime.ruleset(ctx.agent, ctx.session_id)
                 request.votes.clear()
                 vote = self.vote(request)
                 if vote.action == "allow":
+                    # resolved by an "always" reply given meanwhile (§5: an event each)
+                    runtime.events.publish(
+                        "permission.replied",
+                        session_id=ctx.session_id,
+                        request_id=request.id,
+                        reply="always",
+                        scope=None,
+                        feedback=None,
+                    )
                     return
                 if vote.action == "deny":
                     raise PermissionDenied(

@@ -127,7 +127,8 @@ async def invoke(call: ToolCall, ctx: ToolContext) -> Outcome:
         if ctx.abort.is_set():
             raise ToolAborted()
         if not tool.asks_permission:
-            await ctx.ask(tool.permission_name, ["*"], ["*"])
+            # under the abort signal: a call queued behind another prompt must stop too
+            await _guarded(ctx.ask(tool.permission_name, ["*"], ["*"]), ctx, None)
         ctx._validated = validated  # type: ignore[attr-defined]
         ctx._tool_obj = tool  # type: ignore[attr-defined]
         result = await _guarded(_execute_chain(plugins, call, ctx), ctx, runtime.timeout_for(tool))

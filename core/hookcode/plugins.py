@@ -68,12 +68,32 @@ def _env_list(value: str | None) -> list[str] | None:
     return [item.strip() for item in value.split(",") if item.strip()]
 
 
+class _PluginManager(pluggy.PluginManager):
+    """pluggy's manager, accepting ``async def`` generator wrappers (``tool_execute``):
+    hookcode drives them itself (pipeline), pluggy only knows sync generators."""
+
+    def _verify_hook(self, hook: Any, hookimpl: Any) -> None:
+        function = hookimpl.function
+        if (hookimpl.wrapper or hookimpl.hookwrapper) and inspect.isasyncgenfunction(function):
+
+            def stand_in(*args: Any, **kwargs: Any) -> Any:  # pragma: no cover - never called
+                yield
+
+            hookimpl.function = stand_in
+            try:
+                super()._verify_hook(hook, hookimpl)
+            finally:
+                hookimpl.function = function
+            return
+        super()._verify_hook(hook, hookimpl)
+
+
 class Plugins:
     """A pluggy plugin manager plus what hookcode needs around it: per-plugin records,
     registration order, and hook calls that isolate each implementation."""
 
     def __init__(self, *, strict: bool = False, trace: bool = False, stderr: IO[str] | None = None):
-        self.pm = pluggy.PluginManager(hookspecs.PROJECT_NAME)
+        self.pm = _PluginManager(hookspecs.PROJECT_NAME)
         self.pm.add_hookspecs(hookspecs)
         self.strict = strict
         self.trace = trace
@@ -108,8 +128,10 @@ class Plugins:
             name=name, distribution=distribution, version=version, module=module, order=self._order
         )
         if name in self.infos and self.infos[name].status == "loaded":
+            # keep the loaded plugin's record: report the newcomer without recording it
             info.status, info.error = "failed", f"a plugin named {name!r} is already registered"
-            self._failed(info)
+            self.warn(f"plugin {name!r} ({distribution or module or '?'}) not registered: "
+                      f"{info.error}")
             return info
         try:
             self.pm.register(plugin, name=name)
@@ -147,7 +169,10 @@ class Plugins:
         self.infos.pop(name, None)
 
     def _failed(self, info: PluginInfo) -> None:
-        self.infos[info.name] = info
+        existing = self.infos.get(info.name)
+        if existing is None or existing.status != "loaded":
+            # a second plugin under a loaded one's name must not hide the live one's record
+            self.infos[info.name] = info
         where = info.distribution or info.module or "?"
         if info.version:
             where += f" {info.version}"

@@ -263,7 +263,7 @@ class Runtime:
 
     def _config_rules(self, value: Any, path: tuple[str, ...]) -> list[Rule]:
         rules = []
-        for rule in rules_from_config(_plain(value), "config"):
+        for rule in rules_from_config(_plain(value), "config", home=self.env.get("HOME")):
             key = () if value == rule.action and isinstance(value, str) else (rule.permission,)
             rules.append(
                 Rule(rule.permission, rule.pattern, rule.action, self._source(*path, *key))

@@ -415,8 +415,8 @@ def test_unknown_keys_are_warnings_when_plugins_are_not_loaded(project: Project)
     ).resolve()
     config = project.load(unloaded_plugins=["tool_bash", "cache"])
     assert config.warnings == [
-        f"config key 'tool.bash' in {path} is not used by any loaded plugin (not loaded: tool_bash, cache)",
-        f"config key 'cache' in {path} is not used by any loaded plugin (not loaded: tool_bash, cache)",
+        f"config key 'tool.bash' in {path} is not used by any loaded plugin (not loaded: tool_bash)",
+        f"config key 'cache' in {path} is not used by any loaded plugin (not loaded: cache)",
     ]
     assert config.raw["tool"] == {"bash": {"max_timeout": "whatever"}}
     assert config.sections == {}
@@ -629,3 +629,10 @@ def _refs(node: Any) -> list[str]:
     if isinstance(node, list):
         return [ref for value in node for ref in _refs(value)]
     return []
+
+
+def test_a_misspelled_core_key_is_an_error_even_with_plugins_not_loaded(project: Project) -> None:
+    path = project.write(project.worktree / "hookcode.toml", 'modle = "a/b"\n').resolve()
+    with pytest.raises(ConfigError) as info:
+        project.load(unloaded_plugins=["tool_bash", "mcp"])
+    assert str(info.value) == f"{path}: modle: unknown key 'modle' (did you mean 'model'?)"

@@ -1,0 +1,52 @@
+"""The workspace's shape: the umbrella depends on every default plugin, and each member is
+packaged the same way (one `hookcode` entry point named `<kind>_<name>`)."""
+
+from __future__ import annotations
+
+import tomllib
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+MEMBERS = sorted(
+    [*ROOT.glob("builtin_tools/*/pyproject.toml"), *ROOT.glob("plugins/*/pyproject.toml")]
+)
+
+
+def _load(path: Path) -> dict:
+    return tomllib.loads(path.read_text())
+
+
+def test_umbrella_depends_on_every_member_with_a_workspace_source():
+    root = _load(ROOT / "pyproject.toml")
+    deps = set(root["project"]["dependencies"])
+    sources = root["tool"]["uv"]["sources"]
+    names = {_load(p)["project"]["name"] for p in MEMBERS}
+    assert names, "no members found"
+    assert names | {"hookcode-core"} == deps
+    for name in deps:
+        assert sources.get(name) == {"workspace": True}, name
+
+
+@pytest.mark.parametrize("pyproject", MEMBERS, ids=lambda p: p.parent.name)
+def test_member_packaging(pyproject: Path):
+    data = _load(pyproject)
+    project = data["project"]
+    folder = pyproject.parent
+    kind_dir = folder.parent.name  # builtin_tools or plugins
+    entry_points = project["entry-points"]["hookcode"]
+    assert len(entry_points) == 1, entry_points
+    (ep_name, module), = entry_points.items()
+    if kind_dir == "builtin_tools":
+        assert project["name"] == f"hookcode-tool-{folder.name.replace('_', '-')}"
+        assert ep_name == f"tool_{folder.name}"
+        assert module == f"hookcode_tool_{folder.name}"
+    else:
+        assert project["name"] == f"hookcode-{folder.name.replace('_', '-')}"
+        assert ep_name == folder.name
+        assert module == f"hookcode_{folder.name}"
+    assert (folder / module).is_dir(), f"{module} package missing in {folder}"
+    assert project["requires-python"] == ">=3.11"
+    assert "hookcode-core" in project["dependencies"]
+    assert data["build-system"]["build-backend"] == "hatchling.build"

@@ -10,6 +10,7 @@ The vote: the effective rules of the request (agent defaults, plugin defaults, `
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 from typing import Any, cast
 
@@ -19,14 +20,21 @@ from hookcode.permission import Action, PermissionRequest, deny_message
 BUILTIN = ("build", "plan", "general", "explore", "compaction", "title", "summary")
 
 
+def spill_dirs(data_dir: Path) -> list[str]:
+    """The spill directory as configured and, when symlinks make it differ, as resolved
+    (core compares resolved paths)."""
+    spelled = (Path(data_dir) / "tool-output").as_posix()
+    real = Path(os.path.realpath(Path(data_dir) / "tool-output")).as_posix()
+    return [spelled] if real == spelled else [spelled, real]
+
+
 def base_rules(data_dir: Path) -> list[Rule]:
-    spill = (Path(data_dir) / "tool-output").as_posix()
     src = "agent:base"
     return [
         Rule("*", "*", "allow", src),
         Rule("doom_loop", "*", "ask", src),
         Rule("external_directory", "*", "ask", src),
-        Rule("external_directory", f"{spill}/*", "allow", src),
+        *(Rule("external_directory", f"{spill}/*", "allow", src) for spill in spill_dirs(data_dir)),
         Rule("question", "*", "deny", src),
         Rule("plan_enter", "*", "deny", src),
         Rule("plan_exit", "*", "deny", src),
@@ -40,7 +48,6 @@ def base_rules(data_dir: Path) -> list[Rule]:
 def builtin_agents(data_dir: Path) -> list[AgentSpec]:
     base = base_rules(data_dir)
     plans = (Path(data_dir) / "plans").as_posix()
-    spill = (Path(data_dir) / "tool-output").as_posix()
 
     def rules(name: str, *extra: tuple[str, str, str]) -> list[Rule]:
         return [*base, *(Rule(p, pat, cast(Action, a), f"agent:{name}") for p, pat, a in extra)]
@@ -88,7 +95,7 @@ def builtin_agents(data_dir: Path) -> list[AgentSpec]:
                 ("*", "*", "deny"),
                 *((name, "*", "allow") for name in explore_allow),
                 ("external_directory", "*", "ask"),
-                ("external_directory", f"{spill}/*", "allow"),
+                *(("external_directory", f"{spill}/*", "allow") for spill in spill_dirs(data_dir)),
             ),
         ),
         *(

@@ -79,7 +79,7 @@ async def files(
     ``match`` (see :func:`glob_filter`), when given, keeps only the paths it accepts.
     ``rg`` is stopped as soon as ``limit + 1`` paths were read. Raises :class:`ToolError`
     (``No such file or directory``) when ``cwd`` is not a directory, ``ripgrep failed: ...``
-    when rg fails without output (an invalid glob), :class:`ToolAborted` on abort.
+    when rg fails without listing anything (an invalid glob), :class:`ToolAborted` on abort.
     """
     directory = Path(cwd)
     if not directory.is_dir():
@@ -116,7 +116,7 @@ async def files(
     if abort is not None:
         abort.add_callback(on_abort)
     paths: list[str] = []
-    more = False
+    more = produced = False
     stderr_task = asyncio.ensure_future(_read_head(proc.stderr))
     try:
         assert proc.stdout is not None
@@ -125,6 +125,7 @@ async def files(
             chunk = await proc.stdout.read(65536)
             if not chunk:
                 break
+            produced = True
             buffer += chunk
             *complete, buffer = buffer.split(b"\0")
             for raw in complete:
@@ -152,7 +153,7 @@ async def files(
         running = False
     if abort is not None and abort.is_set():
         raise ToolAborted()
-    if not more and not paths and returncode not in (0, 1) and stderr:
+    if not produced and returncode not in (0, 1) and stderr:
         raise ToolError(f"ripgrep failed: {stderr}")
     return paths, more
 

@@ -1,7 +1,8 @@
 """The ``glob`` tool: files whose path matches a glob pattern, newest first (reference/tools.md §8).
 
 Files are listed by ripgrep (``rg --files``): hidden files included, ``.git`` excluded, ignore
-files honoured, symlinks not followed. At most 100 paths are returned (sorted by modification
+files honoured (even for files the pattern matches: see :func:`hookcode.ripgrep.glob_filter`),
+symlinks not followed. At most 100 paths are returned (sorted by modification
 time, newest first); ``truncated`` says a 101st exists.
 """
 
@@ -39,13 +40,17 @@ async def glob(
         "provided.",
     ] = None,
 ) -> ToolResult:
-    from hookcode.ripgrep import files
+    from hookcode.ripgrep import files, glob_filter
 
     await ctx.ask("glob", [pattern], ["*"], metadata={"pattern": pattern, "path": path})
     search = ctx.resolve(path) if path else ctx.cwd
-    await _external_directory(ctx, search)
+    await ctx.ask_external_directory(search, "directory")
 
-    found, truncated = await files(search, [pattern], limit=LIMIT, abort=ctx.abort)
+    # rg lists the files (ignore files honoured); the pattern filters them with rg's own glob
+    # semantics. As an rg --glob it would be an override that lists ignored files it matches.
+    match = glob_filter(pattern)
+    globs = [pattern] if match is None else []
+    found, truncated = await files(search, globs, limit=LIMIT, abort=ctx.abort, match=match)
     entries = []
     for relative in found:
         full = os.path.join(search, relative)
@@ -73,19 +78,6 @@ async def glob(
         metadata={"count": len(entries), "truncated": truncated},
     )
 
-
-async def _external_directory(ctx: ToolContext, directory: Path) -> None:
-    """Ask ``external_directory`` for a search directory outside the project."""
-    if ctx.is_inside_project(directory):
-        return
-    target = str(directory)
-    pattern = target.replace(os.sep, "/").rstrip("/") + "/*"
-    await ctx.ask(
-        "external_directory",
-        [pattern],
-        [pattern],
-        metadata={"filepath": target, "parentDir": target},
-    )
 
 
 def _relative(worktree: Path, path: Path) -> str:

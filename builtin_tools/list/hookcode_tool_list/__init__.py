@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import os
 import posixpath
-from pathlib import Path
 from typing import Annotated, Any
 
 from hookcode import ToolContext, ToolResult, hookimpl
@@ -55,7 +54,7 @@ async def list_(
     from hookcode.ripgrep import files
 
     search = ctx.resolve(path) if path else ctx.cwd
-    await _external_directory(ctx, search)
+    await ctx.ask_external_directory(search, "directory")
     await ctx.ask("list", [str(search)], ["*"], metadata={"path": str(search)})
 
     found, _ = await files(search, ignore_globs(ignore), limit=LIMIT, abort=ctx.abort)
@@ -97,19 +96,6 @@ def render_tree(paths: list[str]) -> str:
     render(".", 0)
     return "".join(line + "\n" for line in lines)
 
-
-async def _external_directory(ctx: ToolContext, directory: Path) -> None:
-    """Ask ``external_directory`` for a listed directory outside the project."""
-    if ctx.is_inside_project(directory):
-        return
-    target = str(directory)
-    pattern = target.replace(os.sep, "/").rstrip("/") + "/*"
-    await ctx.ask(
-        "external_directory",
-        [pattern],
-        [pattern],
-        metadata={"filepath": target, "parentDir": target},
-    )
 
 
 @hookimpl

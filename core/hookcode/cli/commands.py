@@ -236,14 +236,22 @@ def register(app: typer.Typer, state: CliState) -> None:
         except HookcodeError as exc:
             raise fail(str(exc)) from None
         ruleset = rt.ruleset(spec.name, None)
-        decided = ruleset.decide_one(permission, pattern)
+        patterns, metadata, analysis = [pattern], {}, None
+        if permission == "bash":
+            # a shell command is judged by the simple commands it runs (shell_analyze hook)
+            analysis = rt.plugins.call_first("shell_analyze", command=pattern, cwd=str(rt.cwd))
+            if analysis is not None:
+                patterns = list(analysis.commands)
+                metadata = {"opaque": analysis.opaque}
+            else:
+                metadata = {"opaque": True}
         request = PermissionRequest(
             id="explain",
             session_id="",
             permission=permission,
-            patterns=[pattern],
-            always=[pattern],
-            metadata={},
+            patterns=patterns,
+            always=patterns,
+            metadata=metadata,
             agent=spec.name,
             tool={},
             ruleset=ruleset,
@@ -251,12 +259,24 @@ def register(app: typer.Typer, state: CliState) -> None:
             worktree=str(rt.worktree),
         )
         vote = rt.permissions.vote(request)
+        decisions = [ruleset.decide_one(permission, p) for p in patterns]
+        single = len(decisions) == 1 and decisions[0].pattern == pattern
         data = {
             "permission": permission,
             "pattern": pattern,
             "agent": spec.name,
             "decision": vote.action,
-            "rule": decided.rule.to_dict() if decided.rule else None,
+            "rule": decisions[0].rule.to_dict() if single and decisions[0].rule else None,
+            "commands": [
+                {
+                    "pattern": d.pattern,
+                    "action": d.action,
+                    "rule": d.rule.to_dict() if d.rule else None,
+                }
+                for d in decisions
+            ],
+            "opaque": bool(metadata.get("opaque")),
+            "outside_dirs": list(analysis.outside_dirs) if analysis is not None else [],
             "reason": vote.reason,
             "votes": {name: v.action for name, v in request.votes.items()},
         }
@@ -264,11 +284,20 @@ def register(app: typer.Typer, state: CliState) -> None:
             print_json(data)
             return
         typer.echo(f"{vote.action}  ({permission} {pattern!r}, agent {spec.name})")
-        if decided.rule:
-            r = decided.rule
-            typer.echo(f"rule: {r.permission} {r.pattern!r} {r.action}  [{r.source}]")
-        else:
-            typer.echo("rule: none matched (ask)")
+        for d in decisions:
+            rule = d.rule
+            where = (
+                f"{rule.permission} {rule.pattern!r} {rule.action}  [{rule.source}]"
+                if rule
+                else "none matched (ask)"
+            )
+            typer.echo(("rule: " if single else f"  {d.pattern!r}: {d.action} by ") + where)
+        if metadata.get("opaque"):
+            typer.echo(
+                "opaque: the command could not be analysed completely; rules cannot allow it"
+            )
+        if analysis is not None and analysis.outside_dirs:
+            typer.echo("outside the project: " + ", ".join(analysis.outside_dirs))
         if request.votes:
             typer.echo("votes: " + ", ".join(f"{k}={v.action}" for k, v in request.votes.items()))
         else:

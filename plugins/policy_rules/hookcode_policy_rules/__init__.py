@@ -47,7 +47,9 @@ def base_rules(data_dir: Path) -> list[Rule]:
 
 def builtin_agents(data_dir: Path) -> list[AgentSpec]:
     base = base_rules(data_dir)
+    # spelled and resolved, like the spill directory (core compares resolved paths)
     plans = (Path(data_dir) / "plans").as_posix()
+    plans_dirs = list(dict.fromkeys([plans, Path(os.path.realpath(plans)).as_posix()]))
 
     def rules(name: str, *extra: tuple[str, str, str]) -> list[Rule]:
         return [*base, *(Rule(p, pat, cast(Action, a), f"agent:{name}") for p, pat, a in extra)]
@@ -68,10 +70,10 @@ def builtin_agents(data_dir: Path) -> list[AgentSpec]:
                 "plan",
                 ("question", "*", "allow"),
                 ("plan_exit", "*", "allow"),
-                ("external_directory", f"{plans}/*", "allow"),
+                *(("external_directory", f"{d}/*", "allow") for d in plans_dirs),
                 ("edit", "*", "deny"),
                 ("edit", ".hookcode/plans/*.md", "allow"),
-                ("edit", f"{plans}/*.md", "allow"),
+                *(("edit", f"{d}/*.md", "allow") for d in plans_dirs),
             ),
         ),
         AgentSpec(
@@ -123,7 +125,12 @@ def agent(config: Any, data_dir: Path) -> list[AgentSpec]:
 
 @hookimpl
 def permission_ask(request: PermissionRequest) -> Vote:
+    """Last match wins per pattern; deny if any pattern is denied, allow only if every one is
+    allowed. A request marked ``opaque`` (a shell command nobody could see through) may be
+    denied by the rules but never allowed by them."""
     decision = request.ruleset.evaluate(request.permission, request.patterns)
     if decision.action == "deny":
         return Vote("deny", deny_message(request.ruleset.matching(request.permission)))
+    if decision.action == "allow" and request.metadata.get("opaque"):
+        return Vote("ask", "the command could not be analysed completely, so rules cannot allow it")
     return Vote(decision.action)

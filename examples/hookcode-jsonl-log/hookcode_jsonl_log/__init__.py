@@ -23,9 +23,12 @@ import threading
 import time
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from hookcode import hookimpl
+
+if TYPE_CHECKING:
+    from hookcode import ToolCall, ToolContext, ToolResult
 
 __all__ = ["log_path"]
 
@@ -36,33 +39,34 @@ _started: dict[str, float] = {}  # call_id -> time.perf_counter() in tool_execut
 _lock = threading.Lock()
 
 
-def log_path(ctx: Any) -> Path:
+def log_path(ctx: ToolContext) -> Path:
     """Where the lines go: ``$HOOKCODE_JSONL_LOG`` or ``<data dir>/tool-calls.jsonl``."""
     configured = ctx.runtime.env.get(ENV)
     return Path(configured).expanduser() if configured else Path(ctx.data_dir) / DEFAULT_NAME
 
 
 @hookimpl(tryfirst=True)
-def tool_execute_before(call: Any) -> None:
+def tool_execute_before(call: ToolCall) -> None:
     # first of the before hooks, so the duration covers the others too
     _started[call.call_id] = time.perf_counter()
 
 
 @hookimpl(trylast=True)
-def tool_execute_after(call: Any, result: Any, ctx: Any) -> None:
+def tool_execute_after(call: ToolCall, result: ToolResult, ctx: ToolContext) -> None:
     # last of the after hooks, so the title is the one the model sees
     _write(ctx, call, ok=True, title=result.title)
 
 
 @hookimpl(tryfirst=True)
-def tool_execute_error(call: Any, error: BaseException, ctx: Any) -> None:
+def tool_execute_error(call: ToolCall, error: BaseException, ctx: ToolContext) -> None:
     # first of the error hooks: one that recovers the call stops the others
-    _write(ctx, call, ok=False, error=str(error) or type(error).__name__,
-           error_type=type(error).__name__)
+    kind = type(error).__name__
+    _write(ctx, call, ok=False, error=str(error) or kind, error_type=kind)
 
 
-def _write(ctx: Any, call: Any, **outcome: Any) -> None:
+def _write(ctx: ToolContext, call: ToolCall, **outcome: Any) -> None:
     started = _started.pop(call.call_id, None)
+    duration = None if started is None else round((time.perf_counter() - started) * 1000, 3)
     record = {
         "time": datetime.now(UTC).isoformat(timespec="milliseconds"),
         "session_id": call.session_id,
@@ -72,7 +76,7 @@ def _write(ctx: Any, call: Any, **outcome: Any) -> None:
         "agent": call.agent,
         "args": call.args,
         **outcome,
-        "duration_ms": None if started is None else round((time.perf_counter() - started) * 1000, 3),
+        "duration_ms": duration,
     }
     line = json.dumps(record, ensure_ascii=False, default=str) + "\n"
     path = log_path(ctx)

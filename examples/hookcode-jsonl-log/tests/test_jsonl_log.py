@@ -4,11 +4,10 @@ from __future__ import annotations
 
 import json
 
+import hookcode_jsonl_log as jsonl_log
 import pytest
 from hookcode import ToolBlocked, ToolError, ToolResult, hookimpl, tool
 from hookcode.testing import ReplyWith, invoke_tool
-
-import hookcode_jsonl_log as jsonl_log
 
 
 @tool
@@ -102,7 +101,10 @@ def test_calls_append_and_leave_no_state_behind(runtime, log):
         invoke_tool(runtime, "echo", {"text": text})
     invoke_tool(runtime, "broken", {})
     assert [(r["tool"], r["ok"]) for r in lines(log)] == [
-        ("echo", True), ("echo", True), ("echo", False), ("broken", False),
+        ("echo", True),
+        ("echo", True),
+        ("echo", False),
+        ("broken", False),
     ]
     assert len({r["call_id"] for r in lines(log)}) == 4
     assert jsonl_log._started == {}

@@ -19,6 +19,7 @@ from __future__ import annotations
 import fnmatch
 import os
 import re
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Annotated
 
@@ -27,11 +28,8 @@ from hookcode import ToolContext, ToolError, ToolResult, hookimpl
 
 __all__ = ["todo_scan", "wordcount"]
 
-#: directories todo_scan never descends into
-SKIP_DIRS = frozenset({
-    ".git", ".hg", ".svn", ".venv", "venv", "node_modules", "__pycache__",
-    ".mypy_cache", ".pytest_cache", ".ruff_cache", ".tox", "dist", "build",
-})
+#: directories todo_scan never descends into (besides hidden ones: .git, .venv, ...)
+SKIP_DIRS = frozenset({"__pycache__", "build", "dist", "node_modules", "venv"})
 MARKER = re.compile(r"\b(TODO|FIXME|HACK|XXX)\b")
 MAX_LINE = 200
 
@@ -46,7 +44,7 @@ def wordcount(
     Words are runs of non-whitespace characters; a last line without a newline still counts.
     """
     path = ctx.resolve(file_path)
-    _check_external(ctx, path)
+    ctx.ask_external_directory_sync(path)
     ctx.ask_sync("read", [str(path)], always=["*"], metadata={"filepath": str(path)})
     if path.is_dir():
         raise ToolError(f"{path} is a directory; wordcount counts one file")
@@ -64,8 +62,10 @@ def wordcount(
         "bytes": len(data),
     }
     name = _display(ctx, path)
-    output = (f"{name}: {_n(stats['lines'], 'line')}, {_n(stats['words'], 'word')}, "
-              f"{_n(stats['characters'], 'character')} ({_n(stats['bytes'], 'byte')})")
+    output = (
+        f"{name}: {_n(stats['lines'], 'line')}, {_n(stats['words'], 'word')}, "
+        f"{_n(stats['characters'], 'character')} ({_n(stats['bytes'], 'byte')})"
+    )
     return ToolResult(output=output, title=name, metadata=stats)
 
 
@@ -82,13 +82,14 @@ def todo_scan(
 ) -> ToolResult:
     """Find TODO, FIXME, HACK and XXX comments in the text files under a directory.
 
-    Prints one `path:line: text` line per comment, files in name order. Version-control,
-    virtualenv, cache and build directories are skipped, and so are binary files.
+    Prints one `path:line: text` line per comment, files in name order. Hidden directories
+    (.git, .venv, ...), node_modules, __pycache__, venv, build and dist are skipped, and so are
+    binary files.
     """
     if limit < 1:
         raise ToolError("limit must be at least 1")
     root = ctx.resolve(path)
-    _check_external(ctx, root)
+    ctx.ask_external_directory_sync(root, kind="directory")
     if not root.is_dir():
         raise ToolError(f"Not a directory: {root}")
     found: list[str] = []
@@ -111,14 +112,19 @@ def todo_scan(
             break
     where = _display(ctx, root)
     if not found:
-        output = f"No TODO/FIXME comments found in {where}"
+        output = f"No TODO, FIXME, HACK or XXX comments found in {where}"
     else:
         output = "\n".join(found)
         if more:
-            output += (f"\n\n(Showing the first {limit} comments; there are more. Use a narrower "
-                       "path or include pattern, or a higher limit.)")
-    return ToolResult(output=output, title=where,
-                      metadata={"count": len(found), "files": len(files), "more": more})
+            output += (
+                f"\n\n(Showing the first {limit} comments; there are more. Use a narrower "
+                "path or include pattern, or a higher limit.)"
+            )
+    return ToolResult(
+        output=output,
+        title=where,
+        metadata={"count": len(found), "files": len(files), "more": more},
+    )
 
 
 @hookimpl
@@ -128,15 +134,6 @@ def tool() -> list[hookcode.Tool]:
 
 
 # -- helpers ----------------------------------------------------------------------------------
-
-
-def _check_external(ctx: ToolContext, path: Path) -> None:
-    """Outside the project, ask ``external_directory`` for the directory (``<dir>/*``)."""
-    if ctx.is_inside_project(path):
-        return
-    directory = path if path.is_dir() else path.parent
-    ctx.ask_sync("external_directory", [f"{directory.as_posix()}/*"],
-                 metadata={"filepath": str(path)})
 
 
 def _display(ctx: ToolContext, path: Path) -> str:
@@ -151,10 +148,10 @@ def _n(count: int, noun: str) -> str:
     return f"{count} {noun}" + ("" if count == 1 else "s")
 
 
-def _walk(root: Path, include: str):
-    """The files under ``root`` matching ``include``, in name order, skipping SKIP_DIRS."""
+def _walk(root: Path, include: str) -> Iterator[Path]:
+    """The files under ``root`` matching ``include``, in name order, skipping hidden directories and SKIP_DIRS."""
     for directory, dirs, names in os.walk(root):
-        dirs[:] = sorted(d for d in dirs if d not in SKIP_DIRS)
+        dirs[:] = sorted(d for d in dirs if d not in SKIP_DIRS and not d.startswith("."))
         for name in sorted(names):
             file = Path(directory, name)
             relative = file.relative_to(root).as_posix()
@@ -168,7 +165,7 @@ def _walk(root: Path, include: str):
                 yield file
 
 
-def _marked_lines(file: Path):
+def _marked_lines(file: Path) -> Iterator[tuple[int, str]]:
     """(line number, line) of each marked line of a text file; nothing for a binary one."""
     try:
         with file.open("rb") as fh:

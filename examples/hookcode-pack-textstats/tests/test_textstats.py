@@ -6,10 +6,9 @@ checkout (``pytest`` here) as well as against the installed wheel.
 
 from __future__ import annotations
 
+import hookcode_pack_textstats as textstats
 import pytest
 from hookcode.testing import ReplyWith, invoke_tool
-
-import hookcode_pack_textstats as textstats
 
 
 @pytest.fixture
@@ -176,7 +175,7 @@ def test_todo_scan_path_and_include(runtime, tree, args, files):
     if files:
         assert [line.split(":")[0] for line in outcome.result.output.splitlines()] == files
     else:
-        assert outcome.result.output == "No TODO/FIXME comments found in ."
+        assert outcome.result.output == "No TODO, FIXME, HACK or XXX comments found in ."
 
 
 def test_todo_scan_stops_at_the_limit(runtime, tree):

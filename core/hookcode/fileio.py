@@ -192,8 +192,14 @@ class PathLocks:
         held: list[threading.Lock] = []
         try:
             for lock in self._ordered(paths):
-                if not lock.acquire(blocking=False):
-                    await asyncio.to_thread(lock.acquire)
+                # Poll rather than block a worker thread in acquire(): such a thread cannot be
+                # cancelled (a waiter aborted or timed out would take the lock later and never
+                # release it), and many waiters would fill the default executor that the
+                # holder itself may need (asyncio.to_thread) -> deadlock.
+                delay = 0.001
+                while not lock.acquire(blocking=False):
+                    await asyncio.sleep(delay)
+                    delay = min(delay * 2, 0.02)
                 held.append(lock)
             yield
         finally:

@@ -130,8 +130,9 @@ class Plugins:
         if name in self.infos and self.infos[name].status == "loaded":
             # keep the loaded plugin's record: report the newcomer without recording it
             info.status, info.error = "failed", f"a plugin named {name!r} is already registered"
-            self.warn(f"plugin {name!r} ({distribution or module or '?'}) not registered: "
-                      f"{info.error}")
+            self.warn(
+                f"plugin {name!r} ({distribution or module or '?'}) not registered: {info.error}"
+            )
             return info
         try:
             self.pm.register(plugin, name=name)

@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from hookcode.errors import UnknownTool
-from hookcode.tools import Tool
+from hookcode.tools import _NAME_RE, Tool
 
 if TYPE_CHECKING:
     from hookcode.runtime import Runtime
@@ -75,6 +75,12 @@ class Registry:
                         "Tool (decorate the function with @hookcode.tool); skipped"
                     )
                     continue
+                if not _NAME_RE.match(tool.name or ""):
+                    plugins.warn(
+                        f"plugin {plugin!r} returned a tool named {tool.name!r}, which is not a "
+                        "valid tool name (letters, digits, '_' and '-', at most 64); skipped"
+                    )
+                    continue
                 self._add(entries, ToolEntry(tool, plugin, info.distribution if info else None))
         return entries
 
@@ -101,6 +107,11 @@ class Registry:
 
     def register(self, tool: Tool, plugin: str = "runtime") -> ToolEntry:
         """Add a tool at run time, replacing (and shadowing) one of the same name."""
+        if not _NAME_RE.match(tool.name or ""):
+            raise ValueError(
+                f"tool name {tool.name!r} is invalid: use letters, digits, '_' and '-' "
+                "(at most 64 characters)"
+            )
         info = self.runtime.plugins.infos.get(plugin)
         entry = ToolEntry(tool, plugin, info.distribution if info else None)
         self._add(self.entries, entry)

@@ -11,6 +11,12 @@ from hookcode.errors import UnknownTool
 from hookcode.testing import invoke_tool
 
 
+@pytest.fixture(autouse=True)
+def _only_policy_rules(hookcode_env: Any) -> None:
+    """Only the policy_rules entry point: other installed plugins must not add tools."""
+    hookcode_env.env["HOOKCODE_LOAD_PLUGINS"] = "policy_rules"
+
+
 class ToolsPlugin:
     def __init__(self, *tools: Tool) -> None:
         self.tools = list(tools)
@@ -29,8 +35,20 @@ def make(name: str, output: str | None = None, **options: Any) -> Tool:
     return tool(body, name=name, description=f"The {name} tool.", **options)
 
 
-NAMES = ("mytool", "read", "grep", "glob", "list", "bash", "edit", "write", "multiedit",
-         "apply_patch", "todowrite", "question")
+NAMES = (
+    "mytool",
+    "read",
+    "grep",
+    "glob",
+    "list",
+    "bash",
+    "edit",
+    "write",
+    "multiedit",
+    "apply_patch",
+    "todowrite",
+    "question",
+)
 
 
 @pytest.fixture
@@ -132,7 +150,10 @@ def test_config_deny_hides_tool(hookcode_env: Any) -> None:
     runtime = hookcode_env.runtime()
     assert names(runtime.registry.available("build")) == {"other"}
     outcome = invoke_tool(runtime, "mytool")
-    assert outcome.error_text == "Model tried to call unavailable tool 'mytool'. Available tools: other."
+    assert (
+        outcome.error_text
+        == "Model tried to call unavailable tool 'mytool'. Available tools: other."
+    )
 
 
 def test_specific_deny_does_not_hide(hookcode_env: Any) -> None:
@@ -290,3 +311,32 @@ def test_exact_match_beats_case_folding(hookcode_env: Any) -> None:
     # ambiguous when folding: no guess
     with pytest.raises(UnknownTool):
         runtime.registry.resolve("THING", "build")
+
+
+class Nameless(Tool):
+    """A class-form tool whose author forgot (or mistyped) the name."""
+
+    def run(self) -> str:
+        return ""
+
+
+def test_invalid_class_form_tool_name_is_skipped(
+    hookcode_env: Any, capsys: pytest.CaptureFixture
+) -> None:
+    bad = Nameless()
+    bad.name = "has space"
+    hookcode_env.register(ToolsPlugin(Nameless(), bad, make("good")), "sloppy")
+    runtime = hookcode_env.runtime()
+    assert set(runtime.registry.entries) == {"good"}
+    err = capsys.readouterr().err
+    assert "'sloppy'" in err
+    assert "'has space'" in err
+    assert "''" in err
+
+
+def test_runtime_register_rejects_invalid_name(runtime: Any) -> None:
+    bad = Nameless()
+    bad.name = "dots.bad"
+    with pytest.raises(ValueError, match="invalid"):
+        runtime.registry.register(bad)
+    assert "dots.bad" not in runtime.registry.entries

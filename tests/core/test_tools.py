@@ -13,6 +13,12 @@ from hookcode.testing import invoke_tool
 from pydantic import BaseModel, Field
 
 
+@pytest.fixture(autouse=True)
+def _only_policy_rules(hookcode_env: Any) -> None:
+    """Only the policy_rules entry point: other installed plugins must not add tools."""
+    hookcode_env.env["HOOKCODE_LOAD_PLUGINS"] = "policy_rules"
+
+
 class ToolsPlugin:
     """A tiny plugin contributing the given tools."""
 
@@ -200,7 +206,7 @@ class Counter(Tool):
     """Count calls."""
 
     name = "counter"
-    aliases = {"step_size": "stepSize"}
+    aliases = {"step_size": "stepSize"}  # noqa: RUF012 - the documented class form
 
     def __init__(self) -> None:
         super().__init__()

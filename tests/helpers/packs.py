@@ -92,8 +92,7 @@ def add_clash_packs(dists: FakeDists) -> None:
     # written in an order that matches no sort, so only the loader's sort can get it right
     for dist, ep in sorted(CLASH_ORDER, key=lambda item: item[1]):
         module = "hkt_clash_" + ep
-        dists.add(dist, entry_points={ep: module},
-                  modules={module: CLASH_PACK.format(label=dist)})
+        dists.add(dist, entry_points={ep: module}, modules={module: CLASH_PACK.format(label=dist)})
 
 
 #: entry point -> (distribution, version, what the error must mention)
@@ -109,22 +108,22 @@ BAD_SOURCES = {
     "broken": "import hkt_does_not_exist\n",
     "exploding": "raise RuntimeError('kaboom at import')\n",
     "exiting": "import sys\nsys.exit(3)\n",
-    "typo": '''
+    "typo": """
 from hookcode import hookimpl
 
 
 @hookimpl
 def tool_exectue_before(call, ctx):
     pass
-''',
-    "badargs": '''
+""",
+    "badargs": """
 from hookcode import hookimpl
 
 
 @hookimpl
 def tool_definition(tool_id, definition, bogus):
     pass
-''',
+""",
 }
 
 
@@ -133,11 +132,12 @@ def add_bad_plugins(dists: FakeDists) -> None:
     misspelled hook, or take an argument their hookspec does not have."""
     for ep, (dist, version, _) in BAD_PLUGINS.items():
         module = "hkt_bad_" + ep
-        dists.add(dist, version=version, entry_points={ep: module},
-                  modules={module: BAD_SOURCES[ep]})
+        dists.add(
+            dist, version=version, entry_points={ep: module}, modules={module: BAD_SOURCES[ep]}
+        )
 
 
-NOISY = '''
+NOISY = """
 from hookcode import hookimpl
 
 
@@ -159,9 +159,9 @@ def tool_definition(tool_id, definition):
 @hookimpl
 def tool():
     raise RuntimeError("noisy boom in tool")
-'''
+"""
 
-RECORDER = '''
+RECORDER = """
 import os
 
 from hookcode import hookimpl
@@ -182,14 +182,16 @@ def event(event):
 @hookimpl
 def config(config):
     _note("config")
-'''
+"""
 
 
 def add_noisy_plugins(dists: FakeDists) -> None:
     """``noisy`` raises in every lifecycle hook it implements (and in ``tool``); ``recorder``
     appends what it saw to ``$HKT_RECORD``. ``noisy`` registers later (its distribution sorts
     after), so pluggy calls it first: the recorder only runs if the failure was contained."""
-    dists.add("recorder-plugin", entry_points={"recorder": "hkt_recorder"},
-              modules={"hkt_recorder": RECORDER})
-    dists.add("zzz-noisy-plugin", entry_points={"noisy": "hkt_noisy"},
-              modules={"hkt_noisy": NOISY})
+    dists.add(
+        "recorder-plugin",
+        entry_points={"recorder": "hkt_recorder"},
+        modules={"hkt_recorder": RECORDER},
+    )
+    dists.add("zzz-noisy-plugin", entry_points={"noisy": "hkt_noisy"}, modules={"hkt_noisy": NOISY})

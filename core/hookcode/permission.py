@@ -395,6 +395,7 @@ class PermissionService:
 
         lock = self._locks.setdefault(ctx.session_id, asyncio.Lock())
         self.pending[request.id] = request
+        runtime.events.publish("permission.asked", **request.to_dict())  # pending from now (§5)
         try:
             async with lock:
                 if self._rejected_upto.get(ctx.session_id, 0) >= seq:
@@ -430,7 +431,6 @@ class PermissionService:
                         vote.reason or deny_message(request.ruleset.matching(permission)),
                         rules=request.ruleset.matching(permission),
                     )
-                runtime.events.publish("permission.asked", **request.to_dict())
                 reply = await self._prompt(request, ctx)
                 runtime.events.publish(
                     "permission.replied",

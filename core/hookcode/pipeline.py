@@ -128,7 +128,7 @@ async def invoke(call: ToolCall, ctx: ToolContext) -> Outcome:
             raise ToolAborted()
         if not tool.asks_permission:
             # under the abort signal: a call queued behind another prompt must stop too
-            await _guarded(ctx.ask(tool.permission_name, ["*"], ["*"]), ctx, None)
+            await _guarded(ctx.ask(entry.permission, ["*"], ["*"]), ctx, None)
         ctx._validated = validated  # type: ignore[attr-defined]
         ctx._tool_obj = tool  # type: ignore[attr-defined]
         result = await _guarded(_execute_chain(plugins, call, ctx), ctx, runtime.timeout_for(tool))
@@ -254,7 +254,10 @@ async def _run_wrapper(plugins: Any, impl: Any, kwargs: dict[str, Any], inner: A
             else:
                 gen.throw(exc)
         except StopIteration as stop:
-            return stop.value if stop.value is not None else _reraise(exc)
+            if stop.value is None or isinstance(exc, PermissionRefused | ToolAborted):
+                # a refusal or an abort stays one, whatever a wrapper answers
+                raise exc from None
+            return stop.value
         except StopAsyncIteration:
             raise exc from None
         except BaseException as raised:
@@ -278,10 +281,6 @@ async def _run_wrapper(plugins: Any, impl: Any, kwargs: dict[str, Any], inner: A
     except Exception as exc:
         raise HookFailed(name, "tool_execute", exc) from exc
     raise HookFailed(name, "tool_execute", RuntimeError("wrapper yielded twice"))
-
-
-def _reraise(exc: BaseException) -> ToolResult:
-    raise exc
 
 
 async def _error_hooks(plugins: Any, call: ToolCall, ctx: ToolContext, outcome: Outcome) -> Outcome:

@@ -258,8 +258,26 @@ class Runtime:
         agent_cfg = core.agent.get(spec.name)
         if agent_cfg is not None and agent_cfg.permission is not None:
             rules += self._config_rules(agent_cfg.permission, ("agent", spec.name, "permission"))
+        rules += self._spill_rules(rules)
         self._base_rules[agent_name] = rules
         return rules
+
+    def _spill_rules(self, rules: list[Rule]) -> list[Rule]:
+        """Every agent may read spilled tool output: ``external_directory`` allow for the spill
+        directory (as spelled and as resolved), after every other rule, unless a rule denies
+        exactly that glob (reference truncation.md §4, permissions.md §4)."""
+        spill = self.data_dir / "tool-output"
+        globs = dict.fromkeys(
+            [f"{spill.as_posix()}/*", f"{Path(os.path.realpath(spill)).as_posix()}/*"]
+        )
+        denied = {
+            r.pattern for r in rules if r.permission == "external_directory" and r.action == "deny"
+        }
+        return [
+            Rule("external_directory", glob, "allow", "core:spill-dir")
+            for glob in globs
+            if glob not in denied
+        ]
 
     def _config_rules(self, value: Any, path: tuple[str, ...]) -> list[Rule]:
         rules = []

@@ -387,12 +387,33 @@ def test_explicit_permission_beats_legacy_tools(hookcode_env: Any) -> None:
     assert not runtime.ruleset("build").disabled("bash")
 
 
+def own_rules(runtime: Any, agent: str) -> list[Rule]:
+    """The agent's rules without core's trailing spill-directory allow."""
+    rules = runtime.base_rules(agent)
+    assert rules[-1].source == "core:spill-dir"
+    return [r for r in rules if r.source != "core:spill-dir"]
+
+
+def test_spill_dir_allow_comes_last_unless_denied_exactly(hookcode_env: Any) -> None:
+    spill = f"{(hookcode_env.data_dir / 'tool-output').as_posix()}/*"
+    hookcode_env.write_config('[permission]\nexternal_directory = "ask"\n')
+    runtime = hookcode_env.runtime()
+    assert runtime.base_rules("build")[-1] == Rule(
+        "external_directory", spill, "allow", "core:spill-dir"
+    )
+    assert runtime.ruleset("build").evaluate("external_directory", [spill]).action == "allow"
+    hookcode_env.write_config(f'[permission]\nexternal_directory = {{ "{spill}" = "deny" }}\n')
+    runtime = hookcode_env.runtime()
+    assert all(r.source != "core:spill-dir" for r in runtime.base_rules("build"))
+    assert runtime.ruleset("build").evaluate("external_directory", [spill]).action == "deny"
+
+
 def test_home_expansion_uses_the_runtime_home(hookcode_env: Any, tmp_path: Path) -> None:
     other = tmp_path / "elsewhere"
     other.mkdir()
     hookcode_env.write_config('[permission]\nexternal_directory = { "~/scratch/*" = "allow" }\n')
     runtime = hookcode_env.runtime(HOME=str(other))
-    last = runtime.base_rules("build")[-1]
+    last = own_rules(runtime, "build")[-1]
     assert last.pattern == f"{other}/scratch/*"
 
 
@@ -945,7 +966,7 @@ class Defaults:
 def test_plugin_defaults_sit_after_agent_defaults(hookcode_env: Any) -> None:
     defaults = Defaults(("plain", "*", "ask"))
     runtime = make_runtime(hookcode_env, "", (defaults, "defaults_plugin"))
-    base = runtime.base_rules("build")
+    base = own_rules(runtime, "build")
     assert base[-1] == Rule("plain", "*", "ask", "plugin:defaults_plugin")
     assert all(r.source.startswith("agent:") for r in base[:-1])
     # the agent's "*" allow comes first, so the plugin's ask decides
@@ -1030,7 +1051,7 @@ def test_rule_sources(hookcode_env: Any) -> None:
         '[agent.build.permission]\nedit = "deny"\n'
     )
     runtime = make_runtime(hookcode_env)
-    rules = runtime.base_rules("build")
+    rules = own_rules(runtime, "build")
     config_rules = [r for r in rules if r.source.startswith("config")]
     assert [(r.permission, r.pattern) for r in config_rules] == [
         ("plain", "*"),
@@ -1045,8 +1066,8 @@ def test_rule_sources(hookcode_env: Any) -> None:
 def test_rule_source_from_global_config_and_env(hookcode_env: Any) -> None:
     path = hookcode_env.write_config('[permission]\nplain = "ask"\n', where="global")
     runtime = make_runtime(hookcode_env)
-    assert runtime.base_rules("build")[-1].source == f"config:{path}"
+    assert own_rules(runtime, "build")[-1].source == f"config:{path}"
     env_runtime = hookcode_env.runtime(HOOKCODE_PERMISSION='{"other": "deny"}')
-    last = env_runtime.base_rules("build")[-1]
+    last = own_rules(env_runtime, "build")[-1]
     assert (last.permission, last.action) == ("other", "deny")
     assert last.source == "config:HOOKCODE_PERMISSION"

@@ -8,10 +8,9 @@ import sys
 from pathlib import Path
 
 import pytest
-
 from hookcode import Rule, ToolContext, hookimpl, tool
 from hookcode.errors import HookcodeError
-from hookcode.session import CUT_OFF, run_session
+from hookcode.session import run_session
 from hookcode.testing import ReplyWith, ScriptedModel, ToolCallSpec, Turn
 
 CALLS: list[str] = []
@@ -59,17 +58,27 @@ def run(env, turns, text="do it", **kwargs):
 
 
 def test_tool_calls_run_and_results_go_back(hookcode_env):
-    rt, model, result = run(hookcode_env, [
-        Turn(text="working", tool_calls=[ToolCallSpec("note", {"text": "a"}, id="c1"),
-                                         ToolCallSpec("note", {"text": "b"}, id="c2")]),
-        "all done",
-    ])
+    rt, model, result = run(
+        hookcode_env,
+        [
+            Turn(
+                text="working",
+                tool_calls=[
+                    ToolCallSpec("note", {"text": "a"}, id="c1"),
+                    ToolCallSpec("note", {"text": "b"}, id="c2"),
+                ],
+            ),
+            "all done",
+        ],
+    )
     assert sorted(CALLS) == ["a", "b"]
     assert result.text == "all done" and result.steps == 2 and result.error is None
     second = model.requests[1]
     results = [b for m in second.messages if m.role == "tool" for b in m.content]
     assert [(b["id"], b["output"], b["is_error"]) for b in results] == [
-        ("c1", "noted a", False), ("c2", "noted b", False)]
+        ("c1", "noted a", False),
+        ("c2", "noted b", False),
+    ]
     assert {t["name"] for t in model.requests[0].tools} >= {"note", "guarded"}
     parts = rt.store.tool_parts(result.session_id)
     assert [p.state for p in parts] == ["completed", "completed"]
@@ -84,11 +93,14 @@ def test_session_title_is_first_line_capped(hookcode_env):
 
 
 def test_step_limit_last_request_offers_no_tools(hookcode_env):
-    hookcode_env.write_config('[agent.build]\nsteps = 1\n')
-    rt, model, result = run(hookcode_env, [
-        Turn(tool_calls=[ToolCallSpec("note", {"text": "1"})]),
-        Turn(text="summary", tool_calls=[ToolCallSpec("note", {"text": "never"})]),
-    ])
+    hookcode_env.write_config("[agent.build]\nsteps = 1\n")
+    _rt, model, result = run(
+        hookcode_env,
+        [
+            Turn(tool_calls=[ToolCallSpec("note", {"text": "1"})]),
+            Turn(text="summary", tool_calls=[ToolCallSpec("note", {"text": "never"})]),
+        ],
+    )
     assert CALLS == ["1"]
     assert len(model.requests) == 2
     assert model.requests[0].tools and model.requests[1].tools == []
@@ -96,10 +108,17 @@ def test_step_limit_last_request_offers_no_tools(hookcode_env):
 
 
 def test_cut_off_call_is_not_run(hookcode_env):
-    _, model, result = run(hookcode_env, [
-        Turn(tool_calls=[ToolCallSpec("note", {"text": "whole"}),
-                         ToolCallSpec("note", {"text": "half"}, cut_off=True)]),
-    ])
+    _, model, result = run(
+        hookcode_env,
+        [
+            Turn(
+                tool_calls=[
+                    ToolCallSpec("note", {"text": "whole"}),
+                    ToolCallSpec("note", {"text": "half"}, cut_off=True),
+                ]
+            ),
+        ],
+    )
     assert CALLS == ["whole"]
     assert result.finish == "length"
     assert len(model.requests) == 1
@@ -107,15 +126,18 @@ def test_cut_off_call_is_not_run(hookcode_env):
 
 def test_reject_stops_the_loop_and_deny_does_not(hookcode_env):
     hookcode_env.write_config('[permission]\nguarded = { "*" = "ask", "bad" = "deny" }\n')
-    rt, model, result = run(hookcode_env, [
-        Turn(tool_calls=[ToolCallSpec("guarded", {"what": "bad"})]),
-        Turn(tool_calls=[ToolCallSpec("guarded", {"what": "maybe"})]),
-        "never reached",
-    ])
+    rt, model, result = run(
+        hookcode_env,
+        [
+            Turn(tool_calls=[ToolCallSpec("guarded", {"what": "bad"})]),
+            Turn(tool_calls=[ToolCallSpec("guarded", {"what": "maybe"})]),
+            "never reached",
+        ],
+    )
     # the deny is read by the model and the loop goes on; the headless ask is a reject: stop
     assert len(model.requests) == 2
     assert result.rejected
-    denied = [b for m in model.requests[1].messages if m.role == "tool" for b in m.content][0]
+    denied = next(b for m in model.requests[1].messages if m.role == "tool" for b in m.content)
     assert denied["is_error"] and "prevents you from using" in denied["output"]
     assert CALLS == []
     assert [r.patterns for r in rt.refusals] == [["maybe"]]
@@ -123,15 +145,18 @@ def test_reject_stops_the_loop_and_deny_does_not(hookcode_env):
 
 def test_yes_front_end_approves_asks(hookcode_env):
     hookcode_env.register(ReplyWith("once"), "approve")
-    _, _, result = run(hookcode_env, [
-        Turn(tool_calls=[ToolCallSpec("guarded", {"what": "maybe"})]), "ok"])
+    _, _, result = run(
+        hookcode_env, [Turn(tool_calls=[ToolCallSpec("guarded", {"what": "maybe"})]), "ok"]
+    )
     assert CALLS == ["guarded maybe"] and not result.rejected
 
 
 def test_doom_loop_asks_on_third_identical_call_across_steps(hookcode_env):
     spec = ToolCallSpec("note", {"text": "same"})
-    rt, _, result = run(hookcode_env, [Turn(tool_calls=[spec]), Turn(tool_calls=[spec]),
-                                       Turn(tool_calls=[spec]), "never"])
+    rt, _, result = run(
+        hookcode_env,
+        [Turn(tool_calls=[spec]), Turn(tool_calls=[spec]), Turn(tool_calls=[spec]), "never"],
+    )
     assert CALLS == ["same", "same"]
     assert result.rejected
     assert rt.refusals[-1].permission == "doom_loop"
@@ -194,13 +219,26 @@ def test_no_model_names_the_ways_to_get_one(hookcode_env):
 
 
 def _hookcode(env: dict, *args: str, cwd: Path) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "hookcode.cli", *args], cwd=cwd, env=env,
-                          capture_output=True, text=True, stdin=subprocess.DEVNULL, timeout=60)
+    return subprocess.run(
+        [sys.executable, "-m", "hookcode.cli", *args],
+        cwd=cwd,
+        env=env,
+        capture_output=True,
+        text=True,
+        stdin=subprocess.DEVNULL,
+        timeout=60,
+    )
 
 
 def test_cli_run_with_the_demo_model(hookcode_env):
-    done = _hookcode(hookcode_env.env, "run", "--model", "scripted/demo", "What is here?",
-                     cwd=hookcode_env.project)
+    done = _hookcode(
+        hookcode_env.env,
+        "run",
+        "--model",
+        "scripted/demo",
+        "What is here?",
+        cwd=hookcode_env.project,
+    )
     assert done.returncode == 0, done.stderr
     assert "You asked: What is here?" in done.stdout
 

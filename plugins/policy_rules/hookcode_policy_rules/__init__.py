@@ -4,6 +4,8 @@ The agents (reference/permissions.md §6): ``build`` and ``plan`` (primary), ``g
 ``explore`` (sub-agents), and the hidden ``compaction``, ``title`` and ``summary``. Every agent
 starts from the base ruleset; custom agents from ``[agent.NAME]`` config start from it too.
 
+The spill directory's ``external_directory`` allow is core's (it comes after every rule).
+
 The vote: the effective rules of the request (agent defaults, plugin defaults, ``[permission]``,
 ``[agent.NAME.permission]``, session rules, remembered approvals) evaluated last-match-wins.
 """
@@ -20,21 +22,12 @@ from hookcode.permission import Action, PermissionRequest, deny_message
 BUILTIN = ("build", "plan", "general", "explore", "compaction", "title", "summary")
 
 
-def spill_dirs(data_dir: Path) -> list[str]:
-    """The spill directory as configured and, when symlinks make it differ, as resolved
-    (core compares resolved paths)."""
-    spelled = (Path(data_dir) / "tool-output").as_posix()
-    real = Path(os.path.realpath(Path(data_dir) / "tool-output")).as_posix()
-    return [spelled] if real == spelled else [spelled, real]
-
-
 def base_rules(data_dir: Path) -> list[Rule]:
     src = "agent:base"
     return [
         Rule("*", "*", "allow", src),
         Rule("doom_loop", "*", "ask", src),
         Rule("external_directory", "*", "ask", src),
-        *(Rule("external_directory", f"{spill}/*", "allow", src) for spill in spill_dirs(data_dir)),
         Rule("question", "*", "deny", src),
         Rule("plan_enter", "*", "deny", src),
         Rule("plan_exit", "*", "deny", src),
@@ -97,7 +90,6 @@ def builtin_agents(data_dir: Path) -> list[AgentSpec]:
                 ("*", "*", "deny"),
                 *((name, "*", "allow") for name in explore_allow),
                 ("external_directory", "*", "ask"),
-                *(("external_directory", f"{spill}/*", "allow") for spill in spill_dirs(data_dir)),
             ),
         ),
         *(

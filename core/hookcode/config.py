@@ -143,6 +143,9 @@ class CoreConfig(_Strict):
     model: str | None = None
     small_model: str | None = None
     default_agent: str | None = None
+    #: which file-editing tools a model is offered: "auto" follows the model rule (GPT-style
+    #: models get apply_patch, others edit/write/multiedit), or force one family, or "both"
+    edit_tools: Literal["auto", "edit", "apply_patch", "both"] = "auto"
     permission: PermissionConfig = {}
     agent: dict[str, AgentConfig] = {}
     tools: dict[str, bool] = {}

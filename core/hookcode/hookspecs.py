@@ -137,7 +137,7 @@ def config_schema() -> dict[str, type[BaseModel]]:
 
 
 @hookspec
-def permission_defaults(agent: AgentSpec) -> list[Rule]:
+def permission_defaults(agent: AgentSpec, config: Any) -> list[Rule]:
     """Contribute default permission rules for an agent.
 
     These are rules, not votes: they come after the agent's own defaults and before the
@@ -146,6 +146,8 @@ def permission_defaults(agent: AgentSpec) -> list[Rule]:
 
     Args:
         agent: the agent whose rules are being assembled.
+        config: the runtime's validated :class:`~hookcode.config.Config` (rules that depend
+            on settings, e.g. ``[tool.bash] profile``); implementations may leave it out.
 
     Returns:
         A list of :class:`~hookcode.permission.Rule` (give each a ``source``).

@@ -130,11 +130,12 @@ class Registry:
         """The tools offered to ``agent``: hidden when its rules deny the tool's permission
         for ``*``, and filtered for the model family (apply_patch vs edit/write/multiedit)."""
         ruleset = self.runtime.ruleset(agent, session_id, approvals=False)
+        edit_tools = self.runtime.config.core.edit_tools
         out = []
         for entry in self.entries.values():
             if ruleset.disabled(entry.permission):
                 continue
-            if model is not None and not _model_allows(model, entry.name):
+            if model is not None and not _model_allows(model, entry.name, edit_tools):
                 continue
             out.append(entry)
         return out
@@ -170,8 +171,16 @@ class Registry:
         return out
 
 
-def _model_allows(model: str, tool: str) -> bool:
-    wants_patch = "gpt-" in model and "oss" not in model and "gpt-4" not in model
+def _model_allows(model: str, tool: str, edit_tools: str = "auto") -> bool:
+    """The reference's model rule: a model id with ``gpt-`` but neither ``oss`` nor ``gpt-4``
+    edits with apply_patch, every other model with edit/write/multiedit. ``edit_tools`` in
+    the config forces one family (``"edit"``, ``"apply_patch"``) or offers ``"both"``."""
+    if edit_tools == "both":
+        return True
+    if edit_tools == "auto":
+        wants_patch = "gpt-" in model and "oss" not in model and "gpt-4" not in model
+    else:
+        wants_patch = edit_tools == "apply_patch"
     if tool == "apply_patch":
         return wants_patch
     if tool in ("edit", "write", "multiedit"):

@@ -27,7 +27,7 @@ from hookcode.errors import ToolAborted, ToolError
 if TYPE_CHECKING:
     from hookcode.tools import AbortSignal
 
-__all__ = ["INSTALL_HINT", "RipgrepMissing", "files", "find_rg", "glob_filter"]
+__all__ = ["INSTALL_HINT", "RipgrepMissing", "files", "find_rg", "glob_filter", "run_lines"]
 
 INSTALL_HINT = "pip install ripgrep==14.1.0"
 
@@ -156,6 +156,74 @@ async def files(
     if not produced and returncode not in (0, 1) and stderr:
         raise ToolError(f"ripgrep failed: {stderr}")
     return paths, more
+
+
+async def run_lines(
+    args: Sequence[str],
+    on_line: Callable[[bytes], object],
+    *,
+    cwd: str | Path,
+    abort: AbortSignal | None = None,
+) -> tuple[int, str]:
+    """Run ``rg --no-config ARGS`` in ``cwd`` (no shell, stdin closed) and pass each line of its
+    stdout, without the ``\\n``, to ``on_line`` as it arrives; return rg's exit code and the
+    head of its stderr (stripped). rg is killed when ``abort`` fires (:class:`ToolAborted` is
+    raised) or the caller is cancelled; raises :class:`RipgrepMissing` without an rg."""
+    command = [find_rg(), "--no-config", *args]
+    if abort is not None and abort.is_set():
+        raise ToolAborted()
+    proc = await asyncio.create_subprocess_exec(
+        *command,
+        cwd=str(cwd),
+        stdin=asyncio.subprocess.DEVNULL,
+        stdout=asyncio.subprocess.PIPE,
+        stderr=asyncio.subprocess.PIPE,
+    )
+    loop = asyncio.get_running_loop()
+    running = True
+
+    def kill() -> None:
+        if proc.returncode is None:
+            with contextlib.suppress(ProcessLookupError):
+                proc.kill()
+
+    def on_abort() -> None:  # may run in any thread, possibly after the call ended
+        if running:
+            with contextlib.suppress(RuntimeError):  # the loop is closed: nothing to kill
+                loop.call_soon_threadsafe(kill)
+
+    if abort is not None:
+        abort.add_callback(on_abort)
+    stderr_task = asyncio.ensure_future(_read_head(proc.stderr))
+    try:
+        assert proc.stdout is not None
+        pending: list[bytes] = []  # the start of a line not complete yet (a long line: many)
+        while chunk := await proc.stdout.read(65536):
+            if b"\n" in chunk:
+                first, *complete, last = chunk.split(b"\n")
+                pending.append(first)
+                on_line(b"".join(pending))
+                for line in complete:
+                    on_line(line)
+                pending = [last] if last else []
+            else:
+                pending.append(chunk)
+            if abort is not None and abort.is_set():
+                raise ToolAborted()
+        if pending:
+            on_line(b"".join(pending))
+        returncode = await proc.wait()
+        stderr = (await stderr_task).decode("utf-8", "replace").strip()
+    finally:
+        if proc.returncode is None:
+            kill()
+            with contextlib.suppress(Exception):
+                await asyncio.shield(proc.wait())
+        stderr_task.cancel()
+        running = False
+    if abort is not None and abort.is_set():
+        raise ToolAborted()
+    return returncode, stderr
 
 
 async def _read_head(stream: asyncio.StreamReader | None, keep: int = 4096) -> bytes:

@@ -242,7 +242,9 @@ class Runtime:
             for r in spec.permission
         ]
         own = Ruleset(list(rules))
-        for plugin, extra in self.plugins.collect("permission_defaults", agent=spec):
+        for plugin, extra in self.plugins.collect(
+            "permission_defaults", agent=spec, config=self.config
+        ):
             for rule in extra:
                 if not isinstance(rule, Rule):
                     self.plugins.warn(f"plugin {plugin!r}: permission_defaults returned {rule!r}")

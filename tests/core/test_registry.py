@@ -221,6 +221,34 @@ def test_no_model_no_filter(runtime: Any) -> None:
     assert names(runtime.registry.available("build")) >= EDIT_FAMILY | {"apply_patch"}
 
 
+@pytest.mark.parametrize(
+    ("setting", "model", "offered", "hidden"),
+    [
+        ("edit", "openai/gpt-5", EDIT_FAMILY, {"apply_patch"}),
+        ("apply_patch", "anthropic/claude-sonnet-4", {"apply_patch"}, EDIT_FAMILY),
+        ("both", "openai/gpt-5", EDIT_FAMILY | {"apply_patch"}, set()),
+        ("auto", "openai/gpt-5", {"apply_patch"}, EDIT_FAMILY),
+    ],
+)
+def test_edit_tools_setting_overrides_the_model_rule(
+    hookcode_env: Any, setting: str, model: str, offered: set[str], hidden: set[str]
+) -> None:
+    hookcode_env.register(ToolsPlugin(*(make(n) for n in NAMES)), "many")
+    hookcode_env.write_config(f'edit_tools = "{setting}"\n')
+    available = names(hookcode_env.runtime().registry.available("build", model=model))
+    assert available >= offered
+    assert not available & hidden
+
+
+def test_edit_tools_rejects_unknown_values(hookcode_env: Any) -> None:
+    from hookcode.errors import ConfigError
+
+    path = hookcode_env.write_config('edit_tools = "sometimes"\n')
+    with pytest.raises(ConfigError) as err:
+        hookcode_env.runtime()
+    assert str(path) in str(err.value) and "edit_tools" in str(err.value)
+
+
 def test_model_filter_applies_to_resolve(runtime: Any) -> None:
     outcome = invoke_tool(runtime, "edit", {}, model="openai/gpt-5")
     assert "unavailable tool 'edit'" in outcome.error_text

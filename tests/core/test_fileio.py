@@ -78,3 +78,36 @@ def test_locks_serialise_async_and_sync_writers(tmp_path):
 
     asyncio.run(main())
     assert inside == ["sync-in", "sync-out", "async"]
+
+
+def test_kill_during_writes_never_leaves_a_torn_file(tmp_path):
+    """A writer killed with SIGKILL at random moments leaves the old or the new content."""
+    import signal
+    import subprocess
+    import sys
+
+    target = tmp_path / "big.txt"
+    versions = [("a" * 999 + "\n") * 2000, ("b" * 999 + "\n") * 2000]  # 2 MB each
+    target.write_text(versions[0])
+    script = (
+        "import sys\n"
+        "from hookcode.fileio import atomic_write\n"
+        "versions = [('a' * 999 + '\\n') * 2000, ('b' * 999 + '\\n') * 2000]\n"
+        "i = 0\n"
+        "print('ready', flush=True)\n"
+        "while True:\n"
+        "    i += 1\n"
+        "    atomic_write(sys.argv[1], versions[i % 2].encode())\n"
+    )
+    for delay in (0.01, 0.03, 0.05, 0.08, 0.13):
+        proc = subprocess.Popen(
+            [sys.executable, "-c", script, str(target)], stdout=subprocess.PIPE, text=True
+        )
+        assert proc.stdout is not None and proc.stdout.readline() == "ready\n"
+        time.sleep(delay)
+        proc.send_signal(signal.SIGKILL)
+        proc.wait()
+        assert target.read_text() in versions
+    leftovers = [p.name for p in tmp_path.iterdir() if p.name != "big.txt"]
+    # a killed writer may leave its temporary file behind, never a torn target
+    assert all(name.startswith(".big.txt.") and name.endswith(".tmp") for name in leftovers)

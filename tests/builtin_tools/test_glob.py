@@ -20,17 +20,6 @@ TRUNCATION_NOTE = (
 )
 
 
-@pytest.fixture
-def rg() -> str:
-    """The rg binary; missing, the test fails in CI (``CI`` set) and is skipped elsewhere."""
-    from hookcode.ripgrep import RipgrepMissing, find_rg
-
-    try:
-        return find_rg()
-    except RipgrepMissing as exc:
-        if os.environ.get("CI"):
-            pytest.fail(f"rg must be installed in CI: {exc}")
-        pytest.skip(str(exc))
 
 
 def touch(path: Path, mtime: float | None = None, text: str = "") -> Path:

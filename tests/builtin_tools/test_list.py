@@ -2,26 +2,12 @@
 
 from __future__ import annotations
 
-import os
 import subprocess
 from pathlib import Path
 
 import pytest
 from hookcode.errors import PermissionRejected
 from hookcode.testing import ReplyWith, invoke_tool
-
-
-@pytest.fixture
-def rg() -> str:
-    """The rg binary; missing, the test fails in CI (``CI`` set) and is skipped elsewhere."""
-    from hookcode.ripgrep import RipgrepMissing, find_rg
-
-    try:
-        return find_rg()
-    except RipgrepMissing as exc:
-        if os.environ.get("CI"):
-            pytest.fail(f"rg must be installed in CI: {exc}")
-        pytest.skip(str(exc))
 
 
 def touch(path: Path, text: str = "") -> Path:

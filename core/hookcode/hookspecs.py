@@ -43,6 +43,7 @@ if TYPE_CHECKING:
     from pydantic import BaseModel
 
     from hookcode.agents import AgentSpec
+    from hookcode.auth import Credentials
     from hookcode.events import Event
     from hookcode.permission import PermissionRequest, Reply, Rule, ShellAnalysis, Vote
     from hookcode.providers import AuthMethod, Provider
@@ -74,8 +75,15 @@ def tool() -> list[Tool]:
 
 
 @hookspec
-def provider() -> list[Provider]:
+def provider(config: Any, credentials: Credentials) -> list[Provider]:
     """Contribute model providers.
+
+    Args:
+        config: the validated config (a provider reads its ``[provider.NAME]`` section with
+            ``config.section("provider.NAME")``).
+        credentials: :class:`~hookcode.auth.Credentials`; ``credentials.get(provider_id,
+            ["ENV_VAR"])`` gives the key from the environment or ``hookcode auth login``.
+            Look keys up when a request is made, never at import.
 
     Returns:
         A list of :class:`~hookcode.providers.Provider` objects. Model ids are

@@ -27,7 +27,9 @@ from hookcode.plugins import Plugins, create_plugins
 from hookcode.registry import Registry
 
 if TYPE_CHECKING:
+    from hookcode.auth import Credentials
     from hookcode.config import Config
+    from hookcode.providers import Provider
     from hookcode.permission import PermissionRequest
     from hookcode.store import SessionRecord, Store, ToolPartRecord
     from hookcode.tools import Tool, ToolContext, ToolResult
@@ -106,6 +108,7 @@ class Runtime:
         #: extra rules per session (a child session's denies), after the config's rules
         self.session_rules: dict[str, list[Rule]] = {}
         self._store: Store | None = None
+        self._credentials: Credentials | None = None
         self._truncator: Truncator | None = None
         self._file_times: dict[str, FileTimes] = {}
         self._agents: dict[str, AgentSpec] | None = None
@@ -172,6 +175,25 @@ class Runtime:
             truncator.cleanup()
         except OSError as exc:  # a cleanup problem must never fail a tool call
             self.plugins.warn(f"could not clean up {truncator.spill_dir}: {exc}")
+
+    @property
+    def credentials(self) -> Credentials:
+        """Provider credentials: environment variables, then ``<data dir>/auth.json``."""
+        if self._credentials is None:
+            from hookcode.auth import Credentials
+
+            self._credentials = Credentials(self.data_dir / "auth.json", self.env)
+        return self._credentials
+
+    def providers(self) -> dict[str, Provider]:
+        """Every model provider from the ``provider`` hook (a later id replaces an earlier)."""
+        found: dict[str, Provider] = {}
+        for _plugin, items in self.plugins.collect(
+            "provider", config=self.config, credentials=self.credentials
+        ):
+            for provider in items if isinstance(items, list | tuple) else [items]:
+                found[provider.id] = provider
+        return found
 
     def new_id(self, prefix: str) -> str:
         return new_id(prefix)

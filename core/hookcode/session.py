@@ -75,11 +75,7 @@ class RunResult:
 
 
 def providers(runtime: Runtime) -> dict[str, Provider]:
-    found: dict[str, Provider] = {}
-    for _plugin, items in runtime.plugins.collect("provider"):
-        for provider in items if isinstance(items, list | tuple) else [items]:
-            found[provider.id] = provider
-    return found
+    return runtime.providers()
 
 
 def resolve_model(

@@ -38,7 +38,7 @@ FIRSTRESULT = {"tool_execute", "permission_prompt", "question_prompt", "shell_an
 HISTORIC = {"config"}
 #: the arguments ARCHITECTURE.md gives each hook (an implementation may take any subset)
 ARGUMENTS = {
-    "permission_defaults": ["agent"],
+    "permission_defaults": ["agent", "config"],
     "cli": ["app"],
     "config": ["config"],
     "chat_message": ["message", "session"],

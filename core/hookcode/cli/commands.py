@@ -35,6 +35,9 @@ def _first_line(text: str) -> str:
 
 
 def register(app: typer.Typer, state: CliState) -> None:
+    from hookcode.cli import auth_commands
+
+    auth_commands.register(app, state)
     def runtime(**kwargs: Any) -> Any:
         try:
             return state.runtime(**kwargs)

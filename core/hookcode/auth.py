@@ -1,0 +1,118 @@
+"""Credentials: where a provider's API key comes from.
+
+A key is looked up in the environment variables the provider names (``ANTHROPIC_API_KEY``),
+then in ``<data dir>/auth.json`` (written by ``hookcode auth login``, mode 0600). Secrets never
+appear in logs, events, the session store or error messages: :func:`redact` scrubs text.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import tempfile
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+from hookcode.errors import HookcodeError
+
+__all__ = ["Credential", "Credentials", "redact"]
+
+
+@dataclass(frozen=True)
+class Credential:
+    """A secret and where it came from (``env:NAME`` or ``stored``); ``repr`` hides it."""
+
+    value: str
+    source: str
+
+    def __repr__(self) -> str:
+        return f"Credential(source={self.source!r}, value=<redacted>)"
+
+    __str__ = __repr__
+
+
+class Credentials:
+    """Looks up and stores provider credentials."""
+
+    def __init__(self, path: Path, env: Mapping[str, str]) -> None:
+        self.path = path
+        self.env = env
+
+    # -- reading ------------------------------------------------------------------------------
+    def stored(self) -> dict[str, dict[str, str]]:
+        """Everything in auth.json: ``{provider: {"type": "api", "key": ...}}``."""
+        try:
+            data = json.loads(self.path.read_text())
+        except FileNotFoundError:
+            return {}
+        except (OSError, ValueError) as exc:
+            raise HookcodeError(
+                f"{self.path}: cannot read stored credentials ({type(exc).__name__}); "
+                "fix or delete the file, then run `hookcode auth login PROVIDER`"
+            ) from None
+        if not isinstance(data, dict):
+            raise HookcodeError(f"{self.path}: expected a JSON object of providers")
+        return {k: v for k, v in data.items() if isinstance(v, dict)}
+
+    def lookup(self, provider: str, env_vars: Sequence[str] = ()) -> Credential | None:
+        """The credential for ``provider``: the first set environment variable of ``env_vars``,
+        else the stored key, else None."""
+        for name in env_vars:
+            value = self.env.get(name, "").strip()
+            if value:
+                return Credential(value, f"env:{name}")
+        entry = self.stored().get(provider)
+        if entry and entry.get("key"):
+            return Credential(str(entry["key"]), "stored")
+        return None
+
+    def get(self, provider: str, env_vars: Sequence[str] = ()) -> str | None:
+        """Just the secret of :meth:`lookup`."""
+        found = self.lookup(provider, env_vars)
+        return found.value if found else None
+
+    # -- writing ------------------------------------------------------------------------------
+    def _write(self, data: dict[str, dict[str, str]]) -> None:
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        fd, temp = tempfile.mkstemp(dir=self.path.parent, prefix=".auth.", suffix=".tmp")
+        try:
+            os.fchmod(fd, 0o600)
+            with os.fdopen(fd, "w") as handle:
+                json.dump(data, handle, indent=2)
+                handle.flush()
+                os.fsync(handle.fileno())
+            os.replace(temp, self.path)
+        except BaseException:
+            with contextlib.suppress(FileNotFoundError):
+                os.unlink(temp)
+            raise
+
+    def set(self, provider: str, key: str) -> None:
+        """Store an API key for ``provider`` (auth.json stays mode 0600)."""
+        key = key.strip()
+        if not key:
+            raise HookcodeError(f"no key given for provider '{provider}'")
+        data = self.stored()
+        data[provider] = {"type": "api", "key": key}
+        self._write(data)
+
+    def remove(self, provider: str) -> bool:
+        data = self.stored()
+        if provider not in data:
+            return False
+        del data[provider]
+        self._write(data)
+        return True
+
+    def secrets(self) -> list[str]:
+        """Every stored secret (for redaction)."""
+        return [str(v.get("key")) for v in self.stored().values() if v.get("key")]
+
+
+def redact(text: str, secrets: Iterable[str]) -> str:
+    """``text`` with every secret (of 8+ characters) replaced by ``[redacted]``."""
+    for secret in sorted({s for s in secrets if s and len(s) >= 8}, key=len, reverse=True):
+        text = text.replace(secret, "[redacted]")
+    return text

@@ -98,60 +98,92 @@ PermissionConfig = Annotated[
 
 
 class _Strict(BaseModel):
-    model_config = ConfigDict(extra="forbid")
+    # attribute docstrings become field descriptions (config schema, docs reference)
+    model_config = ConfigDict(extra="forbid", use_attribute_docstrings=True)
 
 
 class AgentConfig(_Strict):
     """``[agent.NAME]``: overrides for a built-in agent, or a new agent."""
 
-    description: str | None = None
+    description: str | None = Field(default=None, examples=["Reviews diffs for bugs"])
+    """What the agent is for (shown to the model when it may call it as a sub-agent)."""
     mode: Literal["primary", "subagent", "all"] | None = None
-    model: str | None = None
-    prompt: str | None = None
-    steps: int | None = Field(default=None, ge=1)
-    temperature: float | None = None
-    top_p: float | None = None
-    permission: PermissionConfig | None = None
+    """``primary`` (you talk to it), ``subagent`` (the task tool calls it) or ``all``."""
+    model: str | None = Field(default=None, examples=["anthropic/claude-haiku-4-5"])
+    """The agent's model, ``provider/model``; default: the session's."""
+    prompt: str | None = Field(default=None, examples=["You review code. Never edit files."])
+    """The agent's system prompt (replaces the default prompt)."""
+    steps: int | None = Field(default=None, ge=1, examples=[20])
+    """Step limit: requests 1..N offer tools, request N+1 offers none."""
+    temperature: float | None = Field(default=None, examples=[0.2])
+    """Sampling temperature for this agent's requests."""
+    top_p: float | None = Field(default=None, examples=[0.9])
+    """Nucleus sampling for this agent's requests."""
+    permission: PermissionConfig | None = Field(default=None, examples=[{"edit": "deny"}])
+    """Rules for this agent, after ``[permission]`` (same shape)."""
     disable: bool = False
+    """Remove this agent."""
 
 
 class ToolLimits(_Strict):
     """Per-tool output budget (``[truncation.tools.NAME]``); unset = the global budget."""
 
-    max_lines: int | None = Field(default=None, gt=0)
-    max_bytes: int | None = Field(default=None, gt=0)
+    max_lines: int | None = Field(default=None, gt=0, examples=[400])
+    """Lines kept of this tool's output."""
+    max_bytes: int | None = Field(default=None, gt=0, examples=[20000])
+    """Bytes kept of this tool's output."""
 
 
 class TruncationConfig(_Strict):
     """``[truncation]``: the output budget of tool results."""
 
     max_lines: int = Field(default=2000, gt=0)
+    """Lines of a tool's output the model sees; the rest is spilled to a file."""
     max_bytes: int = Field(default=51200, gt=0)
-    tools: dict[str, ToolLimits] = {}
+    """Bytes of a tool's output the model sees (50 KB)."""
+    tools: dict[str, ToolLimits] = Field(default={}, examples=[{"bash": {"max_lines": 400}}])
+    """Per-tool budgets, ``[truncation.tools.NAME]``."""
 
 
 class PluginsConfig(_Strict):
     """``[plugins]``: which entry points to load (None = all) and which to block."""
 
-    load: list[str] | None = None
-    block: list[str] = []
+    load: list[str] | None = Field(default=None, examples=[["policy_rules", "tool_read"]])
+    """Entry points to load (unset: all); ``HOOKCODE_LOAD_PLUGINS`` replaces it."""
+    block: list[str] = Field(default=[], examples=[["tool_bash"]])
+    """Entry points never to load; ``HOOKCODE_BLOCK_PLUGINS`` adds to it."""
 
 
 class CoreConfig(_Strict):
     """The sections core owns."""
 
-    model: str | None = None
-    small_model: str | None = None
-    default_agent: str | None = None
-    #: which file-editing tools a model is offered: "auto" follows the model rule (GPT-style
-    #: models get apply_patch, others edit/write/multiedit), or force one family, or "both"
+    model: str | None = Field(default=None, examples=["anthropic/claude-sonnet-4-5"])
+    """The default model, ``provider/model`` (e.g. ``anthropic/claude-sonnet-4-5``)."""
+    small_model: str | None = Field(default=None, examples=["anthropic/claude-haiku-4-5"])
+    """A cheaper model for internal work such as compaction summaries."""
+    default_agent: str | None = Field(default=None, examples=["plan"])
+    """The agent ``hookcode run`` uses when none is named (default: ``build``)."""
     edit_tools: Literal["auto", "edit", "apply_patch", "both"] = "auto"
-    permission: PermissionConfig = {}
-    agent: dict[str, AgentConfig] = {}
-    tools: dict[str, bool] = {}
+    """Which file-editing tools a model is offered: ``auto`` follows the model rule (GPT-style
+    models get apply_patch, others edit/write/multiedit), or force one family, or ``both``."""
+    permission: PermissionConfig = Field(
+        default={},
+        # (JSON schema output sorts keys: keep the example's order alphabetical too)
+        examples=[{"*": "allow", "bash": {"*": "ask", "git status *": "allow"}, "edit": "ask"}],
+    )
+    """Permission rules: ``permission = action`` or ``{pattern = action}``; last match wins."""
+    agent: dict[str, AgentConfig] = Field(
+        default={}, examples=[{"review": {"mode": "subagent", "description": "Reviews diffs"}}]
+    )
+    """Agents: overrides of built-in agents and new ones, ``[agent.NAME]``."""
+    tools: dict[str, bool] = Field(default={}, examples=[{"webfetch": False}])
+    """Legacy switches ``name = true|false``, turned into allow/deny rules."""
     plugins: PluginsConfig = Field(default_factory=PluginsConfig)
+    """Which plugins load."""
     truncation: TruncationConfig = Field(default_factory=TruncationConfig)
-    experimental: dict[str, Any] = {}
+    """The output budget of tool results."""
+    experimental: dict[str, Any] = Field(default={}, examples=[{"some_flag": True}])
+    """Experimental switches (unstable)."""
 
 
 CORE_KEYS: tuple[str, ...] = tuple(CoreConfig.model_fields)

@@ -8,14 +8,10 @@ from __future__ import annotations
 
 import json
 import subprocess
-import sys
 from pathlib import Path
 from typing import Any
 
 import pytest
-
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # tests/, for helpers
-
 from helpers.fakedist import FakeDists, run_cli
 from helpers.packs import CLASH_ORDER, CLASH_WINNER, add_clash_packs, add_tool_pack
 

@@ -12,12 +12,6 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from hookcode import Tool, hookimpl, tool
-from hookcode.errors import PluginError
-from hookcode.plugins import create_plugins
-
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # tests/, for helpers
-
 from helpers.fakedist import FakeDists, run_cli
 from helpers.packs import (
     BAD_PLUGINS,
@@ -28,6 +22,9 @@ from helpers.packs import (
     add_noisy_plugins,
     add_tool_pack,
 )
+from hookcode import Tool, hookimpl, tool
+from hookcode.errors import PluginError
+from hookcode.plugins import create_plugins
 
 
 @pytest.fixture

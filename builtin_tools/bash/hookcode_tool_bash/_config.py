@@ -1,0 +1,27 @@
+"""``[tool.bash]``: imported only when the config is loaded (it needs pydantic)."""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+
+class BashConfig(BaseModel):
+    """``[tool.bash]``: how the bash tool runs commands.
+
+    Attributes:
+        persistent: one long-lived shell per session; ``cd`` and exported variables carry
+            over from one call to the next.
+        max_timeout: milliseconds; caps the ``timeout`` argument (and its default) when set.
+        profile: ``strict`` turns on policy_shell's strict rules (network commands denied,
+            read-only commands allowed); explicit ``[permission]`` rules still win.
+        shell: the shell to run (default: ``$SHELL`` unless fish or nu, else bash, else sh).
+    """
+
+    model_config = ConfigDict(extra="forbid")
+
+    persistent: bool = False
+    max_timeout: int | None = Field(default=None, gt=0)
+    profile: Literal["default", "strict"] = "default"
+    shell: str | None = None

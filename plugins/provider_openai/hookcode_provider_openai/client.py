@@ -1,0 +1,257 @@
+"""One OpenAI-compatible provider: streaming ``POST {base_url}/chat/completions`` over httpx.
+
+httpx is imported inside :meth:`OpenAIProvider.stream`, never at import time. The API key is
+looked up when a request is made (environment variable, then ``hookcode auth login``); a
+provider with neither sends no Authorization header (Ollama, LM Studio, vLLM need none).
+The key never appears in an error message.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import AsyncIterator, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+from urllib.parse import urlsplit
+
+from hookcode.auth import redact
+from hookcode.providers import ModelInfo, ModelRequest, StreamError, StreamEvent
+
+from hookcode_provider_openai.wire import (
+    Prices,
+    StreamAssembler,
+    build_body,
+    error_message,
+    parse_data,
+    retry_delay,
+    server_delay,
+    sse_events,
+)
+
+__all__ = ["OpenAIProvider", "ProviderSettings"]
+
+#: statuses worth another try (as the official SDKs do)
+RETRY_STATUSES = frozenset({408, 409, 429})
+#: at most this much of an error body is read
+ERROR_BODY_LIMIT = 64 * 1024
+
+
+@dataclass
+class ProviderSettings:
+    id: str
+    name: str
+    base_url: str | None
+    api_key_env: str | None = None
+    models: list[str] = field(default_factory=list)
+    headers: dict[str, str] = field(default_factory=dict)
+    prices: dict[str, Prices] = field(default_factory=dict)
+    max_retries: int = 2
+    timeout: float = 600.0
+
+    @property
+    def url(self) -> str:
+        base = (self.base_url or "").strip().rstrip("/")
+        if base.endswith("/chat/completions"):
+            base = base[: -len("/chat/completions")]
+        return f"{base}/chat/completions"
+
+    @property
+    def max_tokens_key(self) -> str:
+        # OpenAI's own API wants max_completion_tokens (its reasoning models reject
+        # max_tokens); compatible servers know max_tokens
+        host = urlsplit(self.base_url or "").hostname or ""
+        return "max_completion_tokens" if host == "api.openai.com" else "max_tokens"
+
+
+class OpenAIProvider:
+    """A Chat Completions provider (``openai``, or a configured ``[provider.NAME]``)."""
+
+    def __init__(self, settings: ProviderSettings, credentials: Any) -> None:
+        self.settings = settings
+        self.credentials = credentials
+        self.id = settings.id
+        self.name = settings.name
+
+    def __repr__(self) -> str:
+        return f"OpenAIProvider(id={self.id!r}, base_url={self.settings.base_url!r})"
+
+    def models(self) -> list[ModelInfo]:
+        out = []
+        for model in self.settings.models:
+            price = self.settings.prices.get(model)
+            out.append(
+                ModelInfo(
+                    id=model,
+                    name=model,
+                    cost_in=price.input if price else 0.0,
+                    cost_out=price.output if price else 0.0,
+                )
+            )
+        return out
+
+    # -- credentials --------------------------------------------------------------------------
+    def _key(self) -> str | None:
+        if self.credentials is None:
+            return None
+        env = [self.settings.api_key_env] if self.settings.api_key_env else []
+        return self.credentials.get(self.id, env)
+
+    def _auth_hint(self) -> str:
+        login = f"`hookcode auth login {self.id}`"
+        if self.settings.api_key_env:
+            return f"set {self.settings.api_key_env} or run {login}"
+        return f"set api_key_env in [provider.{self.id}] or run {login}"
+
+    def _headers(self, key: str | None) -> dict[str, str]:
+        import hookcode
+
+        headers = {
+            "Content-Type": "application/json",
+            "Accept": "text/event-stream",
+            "User-Agent": f"hookcode/{hookcode.__version__}",
+        }
+        if key:
+            headers["Authorization"] = f"Bearer {key}"
+        headers.update(self.settings.headers)
+        return headers
+
+    # -- streaming ----------------------------------------------------------------------------
+    async def stream(self, request: ModelRequest) -> AsyncIterator[StreamEvent]:
+        if not (self.settings.base_url or "").strip():
+            yield StreamError(
+                f"provider '{self.id}' has no base_url: set base_url in [provider.{self.id}] "
+                "(e.g. http://127.0.0.1:11434/v1)"
+            )
+            return
+        try:
+            import httpx
+        except ImportError:  # pragma: no cover - httpx is a dependency
+            yield StreamError("the OpenAI-compatible provider needs httpx: pip install httpx")
+            return
+
+        key = self._key()
+        secrets = [key] if key else []
+        body = build_body(
+            request.model,
+            request.system,
+            request.messages,
+            request.tools,
+            request.params,
+            max_tokens_key=self.settings.max_tokens_key,
+        )
+        price = self.settings.prices.get(request.model)
+        timeout = httpx.Timeout(self.settings.timeout, connect=min(10.0, self.settings.timeout))
+        url = self.settings.url
+        attempt = 0
+        async with httpx.AsyncClient(timeout=timeout, follow_redirects=True) as client:
+            while True:
+                failure: StreamError
+                delay: float | None = None
+                emitted = False
+                try:
+                    async with client.stream(
+                        "POST", url, json=body, headers=self._headers(key)
+                    ) as response:
+                        if response.status_code < 400:
+                            async for event in self._read(response, price):
+                                emitted = True
+                                if isinstance(event, StreamError):
+                                    event.message = redact(event.message, secrets)
+                                yield event
+                            return
+                        raw = await _read_limited(response)
+                        failure, retry = self._http_error(response.status_code, raw, secrets)
+                        retry = _should_retry(response.headers, retry)
+                        failure.retryable = retry
+                        if retry:
+                            # for the loop's own retries once ours are spent
+                            failure.retry_after = server_delay(response.headers)
+                        if retry and attempt < self.settings.max_retries:
+                            delay = retry_delay(response.headers, attempt)
+                except (httpx.UnsupportedProtocol, httpx.InvalidURL) as exc:
+                    yield StreamError(f"provider '{self.id}': bad base_url {url!r}: {exc}")
+                    return
+                except httpx.TransportError as exc:
+                    what = str(exc) or type(exc).__name__
+                    if emitted:  # part of the reply is out: it cannot be taken back
+                        yield StreamError(
+                            redact(f"the connection to {url} broke mid-reply: {what}", secrets),
+                            retryable=True,
+                        )
+                        return
+                    failure = StreamError(
+                        redact(f"cannot reach {url}: {what}", secrets), retryable=True
+                    )
+                    if attempt < self.settings.max_retries:
+                        delay = retry_delay({}, attempt)
+                if delay is None:
+                    if attempt:
+                        failure.message += f" (after {attempt + 1} attempts)"
+                    yield failure
+                    return
+                attempt += 1
+                await asyncio.sleep(delay)
+
+    def _http_error(self, status: int, raw: bytes, secrets: list[str]) -> tuple[StreamError, bool]:
+        """(the error to report, whether the status is worth a retry)."""
+        message = redact(error_message(status, raw), secrets)
+        if status == 401:
+            return StreamError(f"authentication failed: {self._auth_hint()} ({message})"), False
+        retry = status in RETRY_STATUSES or status >= 500
+        return StreamError(f"provider '{self.id}': {message}", retryable=retry), retry
+
+    async def _read(self, response: Any, price: Prices | None) -> AsyncIterator[StreamEvent]:
+        assembler = StreamAssembler(price)
+        content_type = response.headers.get("content-type", "")
+        if content_type.startswith("application/json"):
+            # a server that ignored "stream": the whole completion at once
+            raw = await response.aread()
+            for payload in parse_data(raw.decode("utf-8", "replace")) or []:
+                for event in assembler.feed(payload):
+                    yield event
+                    if isinstance(event, StreamError):
+                        return
+            for event in assembler.end(done=True):
+                yield event
+            return
+        done = False
+        async for name, data in sse_events(response.aiter_lines()):
+            if data.strip() == "[DONE]":
+                done = True
+                break
+            payloads = parse_data(data)
+            if payloads is None:
+                continue  # not JSON (a keep-alive of some proxy): nothing to use
+            if name == "error":
+                payload = payloads[0] if payloads else {}
+                if not (isinstance(payload, Mapping) and payload.get("error")):
+                    payload = {"error": payload}
+                payloads = [payload]
+            for payload in payloads:
+                for event in assembler.feed(payload):
+                    yield event
+                    if isinstance(event, StreamError):
+                        return
+            if "[DONE]" in (line.strip() for line in data.split("\n")):
+                done = True
+                break
+        for event in assembler.end(done):
+            yield event
+
+
+def _should_retry(headers: Mapping[str, str], default: bool) -> bool:
+    value = str(headers.get("x-should-retry", "")).strip().lower()
+    if value == "true":
+        return True
+    if value == "false":
+        return False
+    return default
+
+
+async def _read_limited(response: Any) -> bytes:
+    data = b""
+    async for chunk in response.aiter_bytes():
+        data += chunk
+        if len(data) >= ERROR_BODY_LIMIT:
+            break
+    return data[:ERROR_BODY_LIMIT]

@@ -537,9 +537,13 @@ class _Claims:
 
 
 def _check_sections(
-    raw: Mapping[str, Any], claims: _Claims
+    raw: Mapping[str, Any], claims: _Claims, unloaded_plugins: Sequence[str] = ()
 ) -> tuple[dict[str, BaseModel], list[_Problem], list[KeyPath]]:
-    """Validate every non-core key: (sections, problems, unclaimed key paths)."""
+    """Validate every non-core key: (sections, problems, unclaimed key paths). A sub-table a
+    wildcard claims (``provider.*``) is left unclaimed when a plugin that is not loaded is named
+    exactly after it (``provider_anthropic`` for ``[provider.anthropic]``): that plugin would
+    claim it literally, so it gets the not-loaded warning instead of the wildcard's model."""
+    owned_by_unloaded = {name.lower().replace("-", "_") for name in unloaded_plugins}
     sections: dict[str, BaseModel] = {}
     problems: list[_Problem] = []
     unclaimed: list[KeyPath] = []
@@ -561,7 +565,9 @@ def _check_sections(
                 continue
             patterns = claims.sub[key]
             for sub, subvalue in value.items():
-                model = patterns.get(sub) or patterns.get("*")
+                model = patterns.get(sub)
+                if model is None and f"{key}_{sub}".lower() not in owned_by_unloaded:
+                    model = patterns.get("*")
                 if model is None:
                     unclaimed.append((key, sub))
                 else:
@@ -646,7 +652,7 @@ def load_config(
     except ValidationError as exc:
         problems += _validation_problems(exc, CoreConfig, ())
 
-    sections, section_problems, unclaimed = _check_sections(raw, claims)
+    sections, section_problems, unclaimed = _check_sections(raw, claims, unloaded_plugins)
     problems += section_problems
     warnings: list[str] = []
     for path in unclaimed:

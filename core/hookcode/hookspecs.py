@@ -16,8 +16,12 @@ How hookcode calls hooks
 * **Registration hooks** (``tool``, ``provider``, ``auth``, ``agent``, ``config_schema``,
   ``permission_defaults``, ``cli``) are collected from every plugin in *registration order*:
   core first, then the ``hookcode-*`` distributions sorted by entry-point name, then all
-  other distributions sorted by (distribution, entry point). Where names clash (two tools
+  other distributions sorted by (distribution, entry point); an implementation marked
+  ``trylast`` (``tryfirst``) counts as registered after (before) every other, which is how
+  file-based local tools come after every packaged tool. Where names clash (two tools
   called ``read``) the later registration wins, and the loser is reported as shadowed.
+* Hooks whose arguments do not lead to the runtime (``chat_message``, ``event``, ...) reach
+  it with :func:`hookcode.plugins.current_runtime` while they run.
 * **Lifecycle hooks** run in pluggy's order: the most recently registered plugin first,
   adjusted by ``tryfirst`` / ``trylast``. Implementations mutate the objects they are given.
 * Core calls implementations one by one, so one that raises never keeps another from
@@ -70,6 +74,8 @@ def tool() -> list[Tool]:
     Returns:
         A list of tools. A tool whose name another plugin also uses shadows the earlier
         registration (or is shadowed by a later one); ``hookcode tools list`` shows both.
+        A tool with ``never_replaces = True`` (MCP tools) never shadows another: when its
+        name is taken it is skipped and reported.
     """
     ...
 
@@ -94,8 +100,11 @@ def provider(config: Any, credentials: Credentials) -> list[Provider]:
 
 
 @hookspec
-def auth() -> list[AuthMethod]:
+def auth(config: Any) -> list[AuthMethod]:
     """Contribute ways for a provider to get credentials (API key, environment, OAuth).
+
+    Args:
+        config: the validated config (configured providers have their own key variables).
 
     Returns:
         A list of :class:`~hookcode.providers.AuthMethod` objects.
@@ -193,7 +202,8 @@ def chat_message(message: Any, session: Any) -> None:
         session: the session it belongs to.
 
     Returns:
-        Nothing.
+        Nothing. Raise :class:`~hookcode.errors.PromptBlocked` to refuse the message: it is
+        not sent and the run stops with the reason.
     """
     ...
 

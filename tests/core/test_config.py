@@ -636,3 +636,22 @@ def test_a_misspelled_core_key_is_an_error_even_with_plugins_not_loaded(project:
     with pytest.raises(ConfigError) as info:
         project.load(unloaded_plugins=["tool_bash", "mcp"])
     assert str(info.value) == f"{path}: modle: unknown key 'modle' (did you mean 'model'?)"
+
+
+def test_a_wildcard_claim_leaves_a_table_named_after_an_unloaded_plugin(project: Project) -> None:
+    class AnyProvider(BaseModel):
+        model_config = {"extra": "forbid"}
+        base_url: str | None = None
+
+    path = project.write(
+        project.worktree / "hookcode.toml",
+        '[provider.anthropic]\ncache = true\n[provider.local]\nbase_url = "http://x"\n',
+    ).resolve()
+    config = project.load({"provider.*": AnyProvider}, unloaded_plugins=["provider_anthropic"])
+    assert config.warnings == [
+        f"config key 'provider.anthropic' in {path} is not used by any loaded plugin "
+        "(not loaded: provider_anthropic)"
+    ]
+    assert config.section("provider.local").base_url == "http://x"  # type: ignore[union-attr]
+    with pytest.raises(ConfigError):  # with the plugin loaded, the wildcard model applies
+        project.load({"provider.*": AnyProvider})

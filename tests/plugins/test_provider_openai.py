@@ -848,7 +848,7 @@ def test_auth_methods(env):
         '[provider.ollama]\nbase_url = "http://127.0.0.1:11434/v1"\n'
     )
     rt = env.runtime()
-    methods = [m for _p, items in rt.plugins.collect("auth") for m in items]
+    methods = [m for _p, items in rt.plugins.collect("auth", config=rt.config) for m in items]
     by = {(m.provider, m.type): m for m in methods}
     assert by[("openai", "env")].env == ["OPENAI_API_KEY"]
     assert ("openai", "api") in by
@@ -988,7 +988,7 @@ def test_hookcode_run_subprocess(env, fake):
 def test_importing_the_plugin_imports_no_http_client():
     code = (
         "import sys, hookcode_provider_openai as p\n"
-        "p.auth()\n"
+        "p.auth(None)\n"
         "heavy = [m for m in ('httpx', 'httpcore', 'pydantic', 'hookcode_provider_openai.client') "
         "if m in sys.modules]\n"
         "print(','.join(heavy))\n"

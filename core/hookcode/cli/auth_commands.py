@@ -29,7 +29,7 @@ def register(app: typer.Typer, state: CliState) -> None:
 
     def methods(rt: Any) -> dict[str, list[Any]]:
         found: dict[str, list[Any]] = {}
-        for _plugin, items in rt.plugins.collect("auth"):
+        for _plugin, items in rt.plugins.collect("auth", config=rt.config):
             for method in items if isinstance(items, list | tuple) else [items]:
                 found.setdefault(method.provider, []).append(method)
         return found

@@ -40,10 +40,6 @@ OPENAI_BASE_URL_ENV = "OPENAI_BASE_URL"
 #: provider ids that mean another plugin's provider unless the table says ``type = "openai"``
 OTHER_PLUGINS_IDS = frozenset({"anthropic"})
 
-#: (provider id, api_key_env) of the configured providers, from the last config seen (for the
-#: ``auth`` hook, which is given no config)
-_configured_auth: list[tuple[str, str | None]] = []
-
 
 def _sections(config: Any) -> list[tuple[str, Any]]:
     """``(id, section)`` of every ``[provider.NAME]`` table this plugin serves, in file order."""
@@ -119,11 +115,6 @@ def config_schema() -> dict[str, Any]:
 
 
 @hookimpl
-def config(config: Any) -> None:
-    _configured_auth[:] = [(name, section.api_key_env) for name, section in _sections(config)]
-
-
-@hookimpl
 def provider(config: Any, credentials: Any) -> list[Any]:
     from hookcode_provider_openai.client import OpenAIProvider
 
@@ -132,12 +123,13 @@ def provider(config: Any, credentials: Any) -> list[Any]:
 
 
 @hookimpl
-def auth() -> list[AuthMethod]:
+def auth(config: Any) -> list[AuthMethod]:
     methods = [
         AuthMethod(OPENAI_ID, "env", f"{OPENAI_KEY_ENV} environment variable", [OPENAI_KEY_ENV]),
         AuthMethod(OPENAI_ID, "api", "API key (hookcode auth login openai)"),
     ]
-    for name, key_env in _configured_auth:
+    for name, section in _sections(config):
+        key_env = section.api_key_env
         if name == OPENAI_ID:
             if key_env and key_env != OPENAI_KEY_ENV:
                 methods[0] = AuthMethod(name, "env", f"{key_env} environment variable", [key_env])

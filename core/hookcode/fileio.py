@@ -155,11 +155,21 @@ def diff(path: str, before: str, after: str, *, context: int = 3) -> str:
 
 
 def diff_stats(before: str, after: str) -> tuple[int, int]:
-    """(additions, deletions) in lines."""
+    """(additions, deletions) in lines, as the unified diff of :func:`diff` counts them.
+
+    The common first and last lines are set aside before matching: difflib's matcher is
+    quadratic on repeated lines, and an edit of a large file changes a small part of it."""
     a = before.replace("\r\n", "\n").splitlines()
     b = after.replace("\r\n", "\n").splitlines()
+    start = 0
+    while start < len(a) and start < len(b) and a[start] == b[start]:
+        start += 1
+    end = 0
+    while end < len(a) - start and end < len(b) - start and a[-1 - end] == b[-1 - end]:
+        end += 1
+    a, b = a[start : len(a) - end], b[start : len(b) - end]
     additions = deletions = 0
-    for tag, i1, i2, j1, j2 in difflib.SequenceMatcher(None, a, b, autojunk=False).get_opcodes():
+    for tag, i1, i2, j1, j2 in difflib.SequenceMatcher(None, a, b).get_opcodes():
         if tag in ("replace", "delete"):
             deletions += i2 - i1
         if tag in ("replace", "insert"):

@@ -69,14 +69,19 @@ async def files(
     abort: AbortSignal | None = None,
     hidden: bool = True,
     match: Callable[[str], bool] | None = None,
+    name_glob: str | None = None,
+    sort: bool = False,
 ) -> tuple[list[str], bool]:
-    """Run ``rg --files`` in ``cwd``; return the first ``limit`` paths (relative to ``cwd``,
-    forward slashes, in path order) and whether there were more.
+    """Run ``rg --files`` in ``cwd``; return the first ``limit`` paths rg finds (relative to
+    ``cwd``, forward slashes; in path order with ``sort``, else in rg's parallel walk order)
+    and whether there were more.
 
     Hidden files are included, every ``.git`` is excluded, ignore files (``.gitignore`` inside a
     git repository, ``.ignore``, ``.rgignore``) are honoured, symlinks are not followed.
     ``globs`` are passed as ``--glob`` options in order (later ones win; ``!x`` excludes);
-    ``match`` (see :func:`glob_filter`), when given, keeps only the paths it accepts.
+    ``match`` (see :func:`glob_filter`), when given, keeps only the paths it accepts;
+    ``name_glob`` (see :func:`name_glob`) lets rg itself select files by name, as a file type
+    (unlike ``--glob``, a type does not override ignore files), so far fewer paths come back.
     ``rg`` is stopped as soon as ``limit + 1`` paths were read. Raises :class:`ToolError`
     (``No such file or directory``) when ``cwd`` is not a directory, ``ripgrep failed: ...``
     when rg fails without listing anything (an invalid glob), :class:`ToolAborted` on abort.
@@ -84,9 +89,12 @@ async def files(
     directory = Path(cwd)
     if not directory.is_dir():
         raise ToolError(f"No such file or directory: '{directory}'")
-    args = [find_rg(), "--no-config", "--files", "--null", "--sort=path"]
+    # --sort=path makes rg walk on one thread: only when the caller needs a stable selection
+    args = [find_rg(), "--no-config", "--files", "--null", *(["--sort=path"] if sort else [])]
     if hidden:
         args.append("--hidden")
+    if name_glob is not None:
+        args += [f"--type-add=hookcodename:{name_glob}", "--type=hookcodename"]
     args += [f"--glob={g}" for g in globs]
     args.append("--glob=!.git")  # last, so no user glob can whitelist it back
     if abort is not None and abort.is_set():
@@ -240,6 +248,23 @@ async def _read_head(stream: asyncio.StreamReader | None, keep: int = 4096) -> b
 # ---------------------------------------------------------------------------------------------
 # ripgrep's --glob semantics, for globs that must not override the ignore files
 # ---------------------------------------------------------------------------------------------
+
+
+def name_glob(pattern: str) -> str | None:
+    """The file-name glob that selects exactly the files ``pattern`` matches, when the pattern
+    looks at names only (``*.py``, ``**/*.{ts,tsx}``), else None. rg matches a glob without a
+    ``/`` against the file name at any depth, and ``**/`` in front changes nothing."""
+    name = pattern[3:] if pattern.startswith("**/") else pattern
+    if (
+        not name
+        or name != name.strip()
+        or name.startswith(("!", "#", "\\"))
+        or "/" in name
+        or ":" in name  # --type-add is NAME:GLOB
+        or "**" in name
+    ):
+        return None
+    return name
 
 
 def glob_filter(pattern: str) -> Callable[[str], bool] | None:

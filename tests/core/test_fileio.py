@@ -111,3 +111,12 @@ def test_kill_during_writes_never_leaves_a_torn_file(tmp_path):
     leftovers = [p.name for p in tmp_path.iterdir() if p.name != "big.txt"]
     # a killed writer may leave its temporary file behind, never a torn target
     assert all(name.startswith(".big.txt.") and name.endswith(".tmp") for name in leftovers)
+
+
+def test_diff_stats_of_a_small_edit_in_a_large_repetitive_file_is_fast():
+    before = "".join(f"    value = compute({i % 7})\n" for i in range(50_000))
+    after = before.replace("compute(3)\n", "compute(3)  # changed\n", 1)
+    started = time.perf_counter()
+    assert diff_stats(before, after) == (1, 1)
+    # a quadratic matcher needs seconds here; this is a correctness guard, not a benchmark
+    assert time.perf_counter() - started < 5

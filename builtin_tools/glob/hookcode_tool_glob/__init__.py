@@ -40,7 +40,7 @@ async def glob(
         "provided.",
     ] = None,
 ) -> ToolResult:
-    from hookcode.ripgrep import files, glob_filter
+    from hookcode.ripgrep import files, glob_filter, name_glob
 
     await ctx.ask("glob", [pattern], ["*"], metadata={"pattern": pattern, "path": path})
     search = ctx.resolve(path) if path else ctx.cwd
@@ -50,7 +50,10 @@ async def glob(
     # semantics. As an rg --glob it would be an override that lists ignored files it matches.
     match = glob_filter(pattern)
     globs = [pattern] if match is None else []
-    found, truncated = await files(search, globs, limit=LIMIT, abort=ctx.abort, match=match)
+    names = name_glob(pattern) if match is not None else None
+    found, truncated = await files(
+        search, globs, limit=LIMIT, abort=ctx.abort, match=match, name_glob=names
+    )
     entries = []
     for relative in found:
         full = os.path.join(search, relative)
@@ -59,7 +62,7 @@ async def glob(
         except OSError:
             mtime = 0
         entries.append((mtime, full))
-    entries.sort(key=lambda entry: entry[0], reverse=True)  # stable: path order among ties
+    entries.sort(key=lambda entry: (-entry[0], entry[1]))  # newest first; path among ties
 
     if not entries:
         output = "No files found"

@@ -55,7 +55,7 @@ async def grep(
     ] = None,
 ) -> ToolResult:
     from hookcode.errors import ToolError
-    from hookcode.ripgrep import glob_filter, run_lines
+    from hookcode.ripgrep import glob_filter, name_glob, run_lines
 
     if not pattern:
         raise ToolError("pattern is required")
@@ -80,8 +80,8 @@ async def grep(
         match = glob_filter(include)
         if match is None:  # a negation, or a glob left to rg (which reports its own errors)
             args.append(f"--glob={include}")
-        elif _names_only(include):
-            args += [f"--type-add={_INCLUDE_TYPE}:{include}", f"--type={_INCLUDE_TYPE}"]
+        elif (names := name_glob(include)) is not None:
+            args += [f"--type-add={_INCLUDE_TYPE}:{names}", f"--type={_INCLUDE_TYPE}"]
         # else: rg searches everything and `match` filters (a --glob would list ignored files)
     args.append("--glob=!.git")  # last, so no include can whitelist it back
     # an explicit file is searched whatever the globs say (rg's rule): `include` does not apply
@@ -122,16 +122,6 @@ async def grep(
         metadata={"matches": total, "truncated": truncated},
     )
 
-
-def _names_only(include: str) -> bool:
-    """Whether ``include`` looks at file names only, so that an rg file type (matched against
-    the name) selects exactly the files the glob would."""
-    return (
-        include == include.strip()
-        and not include.startswith(("!", "#", "\\"))
-        and "/" not in include
-        and ":" not in include  # --type-add is NAME:GLOB
-    )
 
 
 class _Reversed:

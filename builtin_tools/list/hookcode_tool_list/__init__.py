@@ -57,7 +57,8 @@ async def list_(
     await ctx.ask_external_directory(search, "directory")
     await ctx.ask("list", [str(search)], ["*"], metadata={"path": str(search)})
 
-    found, _ = await files(search, ignore_globs(ignore), limit=LIMIT, abort=ctx.abort)
+    # sorted walk: which 100 files a large tree shows must not change from call to call
+    found, _ = await files(search, ignore_globs(ignore), limit=LIMIT, abort=ctx.abort, sort=True)
     root = str(search)
     output = (root if root.endswith("/") else root + "/") + "\n" + render_tree(found)
     return ToolResult(

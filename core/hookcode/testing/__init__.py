@@ -119,7 +119,9 @@ class HookcodeEnv:
             directory.mkdir(parents=True, exist_ok=True)
         env = dict(os.environ if base_env is None else base_env)
         for key in list(env):
-            if key.startswith("HOOKCODE_"):
+            # hookcode's own switches, and real provider credentials: a test never talks to a
+            # real model by accident, and never depends on the developer's keys
+            if key.startswith(("HOOKCODE_", "ANTHROPIC_", "OPENAI_")):
                 del env[key]
         env.update(
             HOOKCODE_DATA_DIR=str(self.data_dir),

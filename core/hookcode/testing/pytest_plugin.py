@@ -17,7 +17,7 @@ def hookcode_env(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Ho
     env = HookcodeEnv(tmp_path / "hookcode")
     import os
 
-    for key in [k for k in os.environ if k.startswith("HOOKCODE_")]:
+    for key in [k for k in os.environ if k.startswith(("HOOKCODE_", "ANTHROPIC_", "OPENAI_"))]:
         monkeypatch.delenv(key)
     for key in ("HOOKCODE_DATA_DIR", "XDG_CONFIG_HOME", "XDG_DATA_HOME", "HOME"):
         monkeypatch.setenv(key, env.env[key])

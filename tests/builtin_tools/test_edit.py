@@ -662,3 +662,84 @@ def test_edit_schema_is_camel_case(hookcode_env):
     assert schema["properties"]["replaceAll"]["default"] is False
     assert entry.tool.permission_name == "edit"
     assert entry.tool.asks_permission is True
+
+
+# ---------------------------------------------------------------------------------------------
+# the cascade's fast paths (docs/benchmarks.md) propose exactly what trying every window would
+# ---------------------------------------------------------------------------------------------
+
+
+def test_anchor_blocks_close_at_the_first_last_anchor_two_lines_below():
+    from hookcode_tool_edit.replace import block_anchor, context_aware
+
+    # the "end" right below the first "start" is too close; the one two below closes it
+    content = "start\nend\nmid\nend\nstart\nx\ny\nend"
+    # two blocks; the first one's middle line "end" is 1/3 like "mid", the second's "x" not
+    assert list(block_anchor(content, "start\nmid\nend")) == ["start\nend\nmid\nend"]
+    assert list(context_aware(content, "start\nend\nmid\nend")) == ["start\nend\nmid\nend"]
+    # a closing anchor that only occurs above the first anchor closes nothing
+    content = "end\n" + "start\nbody\nother\n" * 50
+    assert list(block_anchor(content, "start\nbody\nend")) == []
+    assert list(context_aware(content, "start\nbody\nend")) == []
+
+
+def test_block_anchor_ties_keep_the_first_best_block():
+    from hookcode_tool_edit.replace import block_anchor
+
+    # both blocks are perfect once trimmed: the first is proposed
+    content = "s\n same\ne\ns\n  same\ne"
+    assert list(block_anchor(content, "s\nsame\ne")) == ["s\n same\ne"]
+    assert replace(content, "s\nsame\ne", "X") == "X\ns\n  same\ne"
+
+
+def test_levenshtein_distances():
+    from hookcode_tool_edit.replace import levenshtein
+
+    assert levenshtein("kitten", "sitting") == 3
+    assert levenshtein("", "abc") == 3
+    assert levenshtein("héllo", "hello") == 1
+    assert levenshtein("\U0001f600ab", "ab") == 1
+
+
+def test_whitespace_normalized_blocks_skip_blank_lines_and_find_spans_in_any_line():
+    from hookcode_tool_edit.replace import whitespace_normalized
+
+    content = "a  b\n\n   \nc\nx = f(a,\tb) + g(a, b)\n"
+    # a block's blank lines vanish in its normalised text
+    assert list(whitespace_normalized(content, "a b\n \n\nc")) == ["a  b\n\n   \nc"]
+    # every line holding the words yields its own span, in line order
+    assert list(whitespace_normalized(content, "f(a, b)")) == ["f(a,\tb)"]
+    assert list(whitespace_normalized("g(a,  b)\nf(a, b)", "(a, b)")) == ["(a,  b)", "(a, b)"]
+    # a whitespace-only find proposes only blank lines (which replace() never takes)
+    assert list(whitespace_normalized("a\n  \nb", " ")) == ["  "]
+
+
+def test_indentation_flexible_with_a_blank_first_line():
+    from hookcode_tool_edit.replace import indentation_flexible
+
+    content = "x\n\n    if a:\n        b\n"
+    assert list(indentation_flexible(content, "\nif a:\n    b")) == ["\n    if a:\n        b"]
+
+
+def test_escape_normalized_backslash_newline_across_lines():
+    from hookcode_tool_edit.replace import escape_normalized
+
+    # the file has a line continuation: a block whose first line ends with a backslash
+    content = "top\nx = 1 + \\\n2\n"
+    assert list(escape_normalized(content, "x = 1 + \\\n2")) == ["x = 1 + \\\n2"]
+    assert list(escape_normalized(content, "x = 1 + \n2")) == ["x = 1 + \\\n2"]
+
+
+def test_trimmed_boundary_block_with_blank_first_line():
+    from hookcode_tool_edit.replace import trimmed_boundary
+
+    content = "  \nfoo  \n"
+    assert list(trimmed_boundary(content, "\n foo\n")) == ["foo", "  \nfoo  \n"]
+    assert list(trimmed_boundary("foo\n", "  foo  ")) == ["foo", "foo"]
+
+
+def test_a_candidate_proposed_again_has_the_same_outcome():
+    # "x" lines are ambiguous for every replacer that proposes them: still AMBIGUOUS
+    with pytest.raises(ToolError) as info:
+        replace("  x\n  x\n", " x ", "y")
+    assert str(info.value) == AMBIGUOUS

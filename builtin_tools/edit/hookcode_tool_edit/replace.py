@@ -15,12 +15,21 @@ Deliberate details where the reference is JavaScript:
 
 Line endings are the caller's business: the edit tool converts ``old`` and ``new`` to the
 file's style before calling :func:`replace`.
+
+Speed (budgets in docs/benchmarks.md: a fuzzy match in a 50,000-line file under 0.5 s, no match
+under 2 s): each replacer yields exactly the candidates, in exactly the order, of the plain
+"try every window" reading above, but skips windows that cannot match with a cheap necessary
+test (the first line's trimmed text, the block's normalised length) before the exact test;
+anchor lines are found through an index instead of a scan to the end of the file; Levenshtein
+is rapidfuzz's (imported on first use); :func:`replace` looks up each distinct candidate once.
 """
 
 from __future__ import annotations
 
 import re
+from bisect import bisect_left, bisect_right
 from collections.abc import Callable, Iterator
+from itertools import accumulate
 
 from hookcode.errors import ToolError
 
@@ -68,10 +77,12 @@ def replace(content: str, old: str, new: str, replace_all: bool = False) -> str:
     if old == "":
         return new
     found = False
+    seen: set[str] = set()  # a candidate proposed again has the same outcome: skip the lookups
     for replacer in REPLACERS:
         for candidate in replacer(content, old):
-            if not candidate:
+            if not candidate or candidate in seen:
                 continue
+            seen.add(candidate)
             index = content.find(candidate)
             if index == -1:
                 continue
@@ -90,20 +101,15 @@ def replace(content: str, old: str, new: str, replace_all: bool = False) -> str:
 
 
 def levenshtein(a: str, b: str) -> int:
-    """The edit distance of two strings (insertions, deletions, substitutions)."""
-    if a == b:
-        return 0
-    if not a or not b:
-        return max(len(a), len(b))
-    if len(a) < len(b):
-        a, b = b, a
-    previous = list(range(len(b) + 1))
-    for i, ca in enumerate(a, 1):
-        current = [i]
-        for j, cb in enumerate(b, 1):
-            current.append(min(previous[j] + 1, current[j - 1] + 1, previous[j - 1] + (ca != cb)))
-        previous = current
-    return previous[-1]
+    """The edit distance of two strings (insertions, deletions, substitutions), by rapidfuzz."""
+    return _levenshtein_distance()(a, b)
+
+
+def _levenshtein_distance() -> Callable[[str, str], int]:
+    # imported on first use: start-up never pays for rapidfuzz
+    from rapidfuzz.distance import Levenshtein
+
+    return Levenshtein.distance
 
 
 def _span(lines: list[str], start: int, end: int) -> str:
@@ -122,6 +128,25 @@ def _normalize_whitespace(text: str) -> str:
     return _WHITESPACE.sub(" ", text).strip()
 
 
+def _stripped(lines: list[str]) -> list[str]:
+    return [line.strip() for line in lines]
+
+
+def _anchored_blocks(stripped: list[str], first: str, last: str) -> Iterator[tuple[int, int]]:
+    """For each line ``i`` whose trimmed text is ``first``, in order: ``(i, j)`` with ``j`` the
+    first line at least two below ``i`` whose trimmed text is ``last`` (none: no pair). The
+    ``last`` lines are indexed once, so a missing closing anchor costs a bisection, not a scan
+    to the end of the file."""
+    closers = [j for j, text in enumerate(stripped) if text == last]
+    if not closers:
+        return
+    for i, text in enumerate(stripped):
+        if text == first:
+            k = bisect_left(closers, i + 2)
+            if k < len(closers):
+                yield i, closers[k]
+
+
 # ---------------------------------------------------------------------------------------------
 # the replacers, in the reference's order
 # ---------------------------------------------------------------------------------------------
@@ -138,27 +163,40 @@ def line_trimmed(content: str, find: str) -> Iterator[str]:
     lines = content.split("\n")
     search = _drop_trailing_empty(find.split("\n"))
     wanted = [s.strip() for s in search]
-    for i in range(len(lines) - len(search) + 1):
-        if all(lines[i + j].strip() == wanted[j] for j in range(len(search))):
-            yield _span(lines, i, i + len(search) - 1)
+    size = len(search)
+    if not size:  # only from a direct call with an empty ``find``: every empty run
+        for i in range(len(lines) + 1):
+            yield _span(lines, i, i - 1)
+        return
+    stripped = _stripped(lines)
+    head = wanted[0]
+    for i in range(len(lines) - size + 1):
+        if stripped[i] == head and stripped[i : i + size] == wanted:
+            yield _span(lines, i, i + size - 1)
 
 
-def _middle_similarity(lines: list[str], search: list[str], start: int, end: int) -> float:
+def _middle_similarity(
+    stripped: list[str],
+    search: list[str],
+    start: int,
+    end: int,
+    distance: Callable[[str, str], int],
+) -> float:
     """Mean similarity (1 - Levenshtein / longer length, trimmed) of the middle lines of a
-    block against the search's middle lines; 1.0 when there are none. Lines that are both
-    empty count in the mean with similarity 0 (as the reference does)."""
+    block against the search's (trimmed) middle lines; 1.0 when there are none. Lines that are
+    both empty count in the mean with similarity 0 (as the reference does)."""
     block_size = end - start + 1
     to_check = min(len(search) - 2, block_size - 2)
     if to_check <= 0:
         return 1.0
     total = 0.0
     for j in range(1, min(len(search) - 1, block_size - 1)):
-        original = lines[start + j].strip()
-        wanted = search[j].strip()
+        original = stripped[start + j]
+        wanted = search[j]
         longest = max(len(original), len(wanted))
         if longest == 0:
             continue
-        total += 1 - levenshtein(original, wanted) / longest
+        total += 1 - distance(original, wanted) / longest
     return total / to_check
 
 
@@ -170,30 +208,27 @@ def block_anchor(content: str, find: str) -> Iterator[str]:
     search = find.split("\n")
     if len(search) < 3:
         return
-    search = _drop_trailing_empty(search)
+    search = [line.strip() for line in _drop_trailing_empty(search)]
     lines = content.split("\n")
-    first, last = search[0].strip(), search[-1].strip()
-    candidates: list[tuple[int, int]] = []
-    for i, line in enumerate(lines):
-        if line.strip() != first:
-            continue
-        for j in range(i + 2, len(lines)):
-            if lines[j].strip() == last:
-                candidates.append((i, j))
-                break
+    stripped = _stripped(lines)
+    candidates = list(_anchored_blocks(stripped, search[0], search[-1]))
     if not candidates:
         return
+    distance = _levenshtein_distance()
     if len(candidates) == 1:
         start, end = candidates[0]
-        if _middle_similarity(lines, search, start, end) >= SINGLE_CANDIDATE_SIMILARITY_THRESHOLD:
+        similarity = _middle_similarity(stripped, search, start, end, distance)
+        if similarity >= SINGLE_CANDIDATE_SIMILARITY_THRESHOLD:
             yield _span(lines, start, end)
         return
     best: tuple[int, int] | None = None
     best_similarity = -1.0
     for start, end in candidates:
-        similarity = _middle_similarity(lines, search, start, end)
+        similarity = _middle_similarity(stripped, search, start, end, distance)
         if similarity > best_similarity:
             best_similarity, best = similarity, (start, end)
+            if similarity >= 1.0:
+                break  # nothing later can beat it (the first best wins ties)
     if best is not None and best_similarity >= MULTIPLE_CANDIDATES_SIMILARITY_THRESHOLD:
         yield _span(lines, *best)
 
@@ -206,21 +241,45 @@ def whitespace_normalized(content: str, find: str) -> Iterator[str]:
     lines = content.split("\n")
     words = find.split()
     pattern = re.compile(r"\s+".join(re.escape(w) for w in words)) if words else None
-    for line in lines:
-        normalized = _normalize_whitespace(line)
-        if normalized == wanted:
-            yield line
-        elif wanted in normalized and pattern is not None:
-            match = pattern.search(line)
+    # ``\s`` and str.split() agree on what whitespace is, so this is _normalize_whitespace
+    normalized = [" ".join(line.split()) for line in lines]
+    for i in _lines_containing(normalized, wanted):
+        if normalized[i] == wanted:
+            yield lines[i]
+        elif pattern is not None:
+            match = pattern.search(lines[i])
             if match:
                 yield match.group(0)
     find_lines = find.split("\n")
     if len(find_lines) > 1:
         size = len(find_lines)
+        # a block's normalised text is its lines' non-empty normalised texts joined by one
+        # space: only blocks with the right length get the exact test
+        lengths = [0, *accumulate(len(text) for text in normalized)]
+        filled = [0, *accumulate(1 if text else 0 for text in normalized)]
+        target = len(wanted)
         for i in range(len(lines) - size + 1):
+            count = filled[i + size] - filled[i]
+            if lengths[i + size] - lengths[i] + max(count - 1, 0) != target:
+                continue
             block = "\n".join(lines[i : i + size])
             if _normalize_whitespace(block) == wanted:
                 yield block
+
+
+def _lines_containing(texts: list[str], wanted: str) -> Iterator[int]:
+    """The indexes, in order, of the texts (none holding a newline) that contain ``wanted``
+    (which holds none either), found in one search of their newline-joined whole."""
+    if not wanted:
+        yield from range(len(texts))
+        return
+    whole = "\n".join(texts)
+    starts = [0, *accumulate(len(text) + 1 for text in texts)]
+    position = whole.find(wanted)
+    while position != -1:
+        index = bisect_right(starts, position) - 1
+        yield index
+        position = whole.find(wanted, starts[index + 1])
 
 
 _INDENT = re.compile(r"^\s*")
@@ -241,7 +300,12 @@ def indentation_flexible(content: str, find: str) -> Iterator[str]:
     wanted = _remove_indentation(find)
     lines = content.split("\n")
     size = len(find.split("\n"))
+    # removing at most a line's own indentation keeps its left-trimmed text: a block can only
+    # match where its first line's left-trimmed text is that of ``wanted``'s first line
+    head = wanted.split("\n", 1)[0].lstrip()
     for i in range(len(lines) - size + 1):
+        if lines[i].lstrip() != head:
+            continue
         block = "\n".join(lines[i : i + size])
         if _remove_indentation(block) == wanted:
             yield block
@@ -264,7 +328,11 @@ def escape_normalized(content: str, find: str) -> Iterator[str]:
         yield wanted
     lines = content.split("\n")
     size = len(wanted.split("\n"))
+    # a first line without a backslash comes out of _unescape as it is
+    head = wanted.split("\n", 1)[0]
     for i in range(len(lines) - size + 1):
+        if lines[i] != head and "\\" not in lines[i]:
+            continue
         block = "\n".join(lines[i : i + size])
         if _unescape(block) == wanted:
             yield block
@@ -280,7 +348,13 @@ def trimmed_boundary(content: str, find: str) -> Iterator[str]:
         yield wanted
     lines = content.split("\n")
     size = len(find.split("\n"))
+    # a block whose first line is not blank trims to a text whose first line is that line
+    # left-trimmed (or, when the rest is blank, fully trimmed)
+    head = wanted.split("\n", 1)[0]
     for i in range(len(lines) - size + 1):
+        line = lines[i]
+        if not line.lstrip().startswith(head) and line.strip():
+            continue
         block = "\n".join(lines[i : i + size])
         if block.strip() == wanted:
             yield block
@@ -294,26 +368,20 @@ def context_aware(content: str, find: str) -> Iterator[str]:
     search = find.split("\n")
     if len(search) < 3:
         return
-    search = _drop_trailing_empty(search)
+    search = [line.strip() for line in _drop_trailing_empty(search)]
     lines = content.split("\n")
-    first, last = search[0].strip(), search[-1].strip()
-    for i, line in enumerate(lines):
-        if line.strip() != first:
+    stripped = _stripped(lines)
+    for i, j in _anchored_blocks(stripped, search[0], search[-1]):
+        if j - i + 1 != len(search):
             continue
-        for j in range(i + 2, len(lines)):
-            if lines[j].strip() != last:
-                continue
-            block = lines[i : j + 1]
-            if len(block) == len(search):
-                matching = total = 0
-                for k in range(1, len(block) - 1):
-                    original, wanted = block[k].strip(), search[k].strip()
-                    if original or wanted:
-                        total += 1
-                        matching += original == wanted
-                if total == 0 or matching / total >= 0.5:
-                    yield "\n".join(block)
-            break
+        matching = total = 0
+        for k in range(1, len(search) - 1):
+            original, wanted = stripped[i + k], search[k]
+            if original or wanted:
+                total += 1
+                matching += original == wanted
+        if total == 0 or matching / total >= 0.5:
+            yield "\n".join(lines[i : j + 1])
 
 
 def multi_occurrence(content: str, find: str) -> Iterator[str]:

@@ -540,9 +540,10 @@ def _check_sections(
     raw: Mapping[str, Any], claims: _Claims, unloaded_plugins: Sequence[str] = ()
 ) -> tuple[dict[str, BaseModel], list[_Problem], list[KeyPath]]:
     """Validate every non-core key: (sections, problems, unclaimed key paths). A sub-table a
-    wildcard claims (``provider.*``) is left unclaimed when a plugin that is not loaded is named
+    wildcard claims (``provider.*``) that does not fit the wildcard's model is left unclaimed,
+    with the not-loaded warning instead of an error, when a plugin that is not loaded is named
     exactly after it (``provider_anthropic`` for ``[provider.anthropic]``): that plugin would
-    claim it literally, so it gets the not-loaded warning instead of the wildcard's model."""
+    claim it literally."""
     owned_by_unloaded = {name.lower().replace("-", "_") for name in unloaded_plugins}
     sections: dict[str, BaseModel] = {}
     problems: list[_Problem] = []
@@ -566,7 +567,16 @@ def _check_sections(
             patterns = claims.sub[key]
             for sub, subvalue in value.items():
                 model = patterns.get(sub)
-                if model is None and f"{key}_{sub}".lower() not in owned_by_unloaded:
+                if model is None and f"{key}_{sub}".lower() in owned_by_unloaded:
+                    wildcard = patterns.get("*")
+                    if wildcard is not None:
+                        section, found = _validate(wildcard, subvalue, (key, sub))
+                        if not found and section is not None:
+                            sections[f"{key}.{sub}"] = section
+                            continue
+                    unclaimed.append((key, sub))  # its own plugin would validate it
+                    continue
+                if model is None:
                     model = patterns.get("*")
                 if model is None:
                     unclaimed.append((key, sub))

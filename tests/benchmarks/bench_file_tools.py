@@ -96,9 +96,18 @@ class Hookcode:
 
         self.env_kit = HookcodeEnv(root)
         self.project = project
-        self.env = {**self.env_kit.env, "HOOKCODE_PERMISSION": json.dumps({"*": "allow"})}
+        # The budgets here are the file tools' own. Diagnostics after an edit (the lsp plugin
+        # waits up to 3 s for a language server to check the file) are measured by
+        # bench_lsp.py, so the lsp plugin is blocked here.
+        self.env = {
+            **self.env_kit.env,
+            "HOOKCODE_PERMISSION": json.dumps({"*": "allow"}),
+            "HOOKCODE_BLOCK_PLUGINS": "tool_lsp",
+        }
         self.runtime: Any = self.env_kit.runtime(
-            cwd=project, HOOKCODE_PERMISSION=self.env["HOOKCODE_PERMISSION"]
+            cwd=project,
+            HOOKCODE_PERMISSION=self.env["HOOKCODE_PERMISSION"],
+            HOOKCODE_BLOCK_PLUGINS=self.env["HOOKCODE_BLOCK_PLUGINS"],
         )
         self.loop = asyncio.new_event_loop()
         self.session = self.runtime.create_session(title="bench").id

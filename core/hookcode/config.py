@@ -22,11 +22,8 @@ that set it, or a warning when some plugin is not loaded (it may be that plugin'
 
 from __future__ import annotations
 
-import copy
 import difflib
-import json
 import os
-import tomllib
 import types
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
@@ -38,13 +35,27 @@ from pydantic import (
     ConfigDict,
     Discriminator,
     Field,
-    RootModel,
     Tag,
     TypeAdapter,
     ValidationError,
 )
 from pydantic.json_schema import models_json_schema
 
+# the config files are found and read by a light module (it runs before plugins load); the
+# names below stay importable from here
+from hookcode.configfiles import (
+    CONFIG_ENV,  # noqa: F401
+    CONTENT_ENV,  # noqa: F401
+    PERMISSION_ENV,  # noqa: F401
+    Layer,
+    _global_config_dir,  # noqa: F401
+    _merge_into,
+    _project_dirs,  # noqa: F401
+    _read_layers,
+    config_paths,
+    deep_merge,
+    plugin_selection,  # noqa: F401
+)
 from hookcode.errors import ConfigError
 
 __all__ = [
@@ -63,10 +74,6 @@ __all__ = [
     "json_schema",
     "load_config",
 ]
-
-CONFIG_ENV = "HOOKCODE_CONFIG"
-CONTENT_ENV = "HOOKCODE_CONFIG_CONTENT"
-PERMISSION_ENV = "HOOKCODE_PERMISSION"
 
 Action = Literal["allow", "deny", "ask"]
 
@@ -99,7 +106,7 @@ PermissionConfig = Annotated[
 
 class _Strict(BaseModel):
     # attribute docstrings become field descriptions (config schema, docs reference)
-    model_config = ConfigDict(extra="forbid", use_attribute_docstrings=True)
+    model_config = ConfigDict(extra="forbid", defer_build=True, use_attribute_docstrings=True)
 
 
 class AgentConfig(_Strict):
@@ -192,14 +199,6 @@ KeyPath = tuple[str, ...]
 
 
 @dataclass
-class Layer:
-    """One config source that exists: a file path, or the name of an environment variable."""
-
-    source: str
-    data: dict[str, Any]
-
-
-@dataclass
 class Config:
     """The loaded config. Attributes of :class:`CoreConfig` are readable directly
     (``config.model``, ``config.permission``)."""
@@ -255,141 +254,7 @@ def _jsonable(value: Any) -> Any:
     return TypeAdapter(Any).dump_python(value, mode="json")
 
 
-# ----------------------------------------------------------------------------- paths
-
-
-def _global_config_dir(env: Mapping[str, str]) -> Path:
-    if env.get("HOOKCODE_CONFIG_DIR"):
-        return Path(env["HOOKCODE_CONFIG_DIR"]).expanduser()
-    xdg = env.get("XDG_CONFIG_HOME", "")
-    if xdg and os.path.isabs(xdg):
-        return Path(xdg) / "hookcode"
-    home = Path(env["HOME"]) if env.get("HOME") else Path.home()
-    return home / ".config" / "hookcode"
-
-
-def _project_dirs(cwd: Path, worktree: Path) -> list[Path]:
-    """Directories from the worktree down to cwd (inclusive); just cwd if it is outside."""
-    cwd, worktree = cwd.resolve(), worktree.resolve()
-    try:
-        relative = cwd.relative_to(worktree)
-    except ValueError:
-        return [cwd]
-    dirs = [worktree]
-    for part in relative.parts:
-        dirs.append(dirs[-1] / part)
-    return dirs
-
-
-def _config_file_from_env(cwd: Path, env: Mapping[str, str]) -> Path | None:
-    value = env.get(CONFIG_ENV, "")
-    if not value:
-        return None
-    path = Path(value).expanduser()
-    return path if path.is_absolute() else cwd / path
-
-
-def config_paths(cwd: Path, worktree: Path, env: Mapping[str, str] = os.environ) -> list[Path]:
-    """Every config file consulted, in layer order, whether it exists or not."""
-    paths = [_global_config_dir(env) / "config.toml"]
-    for directory in _project_dirs(cwd, worktree):
-        paths += [directory / "hookcode.toml", directory / ".hookcode" / "config.toml"]
-    env_file = _config_file_from_env(cwd, env)
-    if env_file is not None:
-        paths.append(env_file)
-    return paths
-
-
-# ----------------------------------------------------------------------------- reading
-
-
-def _parse_toml(text: str, source: str) -> dict[str, Any]:
-    try:
-        return tomllib.loads(text)
-    except tomllib.TOMLDecodeError as exc:
-        raise ConfigError(f"invalid TOML: {exc}", file=source) from None
-
-
-def _parse_json(text: str, source: str) -> Any:
-    try:
-        return json.loads(text)
-    except json.JSONDecodeError as exc:
-        raise ConfigError(f"invalid JSON: {exc}", file=source) from None
-
-
-def _read_file(path: Path) -> dict[str, Any]:
-    try:
-        text = path.read_bytes().decode("utf-8")
-    except UnicodeDecodeError as exc:
-        raise ConfigError(f"not valid UTF-8: {exc}", file=str(path)) from None
-    except OSError as exc:
-        raise ConfigError(f"cannot read: {exc.strerror or exc}", file=str(path)) from None
-    return _parse_toml(text, str(path))
-
-
-def _read_layers(
-    cwd: Path, worktree: Path, env: Mapping[str, str]
-) -> tuple[list[Path], list[Layer]]:
-    candidates = config_paths(cwd, worktree, env)
-    env_file = _config_file_from_env(cwd, env)
-    if env_file is not None and not env_file.is_file():
-        why = "is not a file" if env_file.exists() else "does not exist"
-        raise ConfigError(f"the file named by {CONFIG_ENV} {why}", file=str(env_file))
-    layers = [Layer(str(path), _read_file(path)) for path in candidates if path.is_file()]
-
-    content = env.get(CONTENT_ENV, "").strip()
-    if content:
-        # JSON text starting with "{" is an object, or invalid.
-        parse = _parse_json if content.startswith("{") else _parse_toml
-        layers.append(Layer(CONTENT_ENV, parse(content, CONTENT_ENV)))
-
-    permission = env.get(PERMISSION_ENV, "").strip()
-    if permission:
-        value = _parse_json(permission, PERMISSION_ENV)
-        if not isinstance(value, dict | str):
-            raise ConfigError("expected a JSON object (or an action)", file=PERMISSION_ENV)
-        layers.append(Layer(PERMISSION_ENV, {"permission": value}))
-    return candidates, layers
-
-
-def plugin_selection(
-    cwd: Path, worktree: Path, env: Mapping[str, str] = os.environ
-) -> PluginsConfig:
-    """The merged ``[plugins]`` table, read ahead of plugin loading (plugins decide which
-    sections exist, so the full validation comes later). Unreadable config gives the
-    defaults here; the full load reports the problem."""
-    try:
-        _candidates, layers = _read_layers(cwd, worktree, env)
-    except ConfigError:
-        return PluginsConfig()
-    merged: dict[str, Any] = {}
-    for layer in layers:
-        value = layer.data.get("plugins")
-        if isinstance(value, dict):
-            merged = deep_merge(merged, value)
-    try:
-        return PluginsConfig.model_validate(merged)
-    except ValueError:
-        return PluginsConfig()
-
-
 # ----------------------------------------------------------------------------- merging
-
-
-def deep_merge(base: dict[str, Any], over: dict[str, Any]) -> dict[str, Any]:
-    """A new dict: ``over`` merged into ``base``. Later wins; tables merge recursively;
-    an overridden key keeps its position in ``base``; new keys are appended."""
-    result = copy.deepcopy(base)
-    _merge_into(result, over)
-    return result
-
-
-def _merge_into(target: dict[str, Any], over: Mapping[str, Any]) -> None:
-    for key, value in over.items():
-        if isinstance(value, dict) and isinstance(target.get(key), dict):
-            _merge_into(target[key], value)
-        else:
-            target[key] = copy.deepcopy(value)
 
 
 def _record_provenance(
@@ -483,10 +348,17 @@ def _validation_problems(
     return problems
 
 
+def _is_root_model(model: type[BaseModel]) -> bool:
+    # pydantic.root_model is imported only when a section needs it (it costs start-up time)
+    from pydantic import RootModel
+
+    return issubclass(model, RootModel)
+
+
 def _validate(
     model: type[BaseModel], value: Any, path: KeyPath
 ) -> tuple[BaseModel | None, list[_Problem]]:
-    if not isinstance(value, dict) and not issubclass(model, RootModel):
+    if not isinstance(value, dict) and not _is_root_model(model):
         return None, [_Problem(path, f"expected a table, got {_type_name(value)}")]
     try:
         return model.model_validate(value), []

@@ -5,6 +5,7 @@
     HookcodeError                    base of everything below
     ├── ConfigError                  a config file or value is invalid (names the file and key)
     ├── PluginError                  a plugin failed to load (with --strict-plugins) or clashes
+    ├── PromptBlocked                a chat_message hook refused the user's message (the run stops)
     └── ToolError                    a tool call failed; its message is what the model reads
         ├── ToolBlocked              a tool_execute_before hook refused the call
         ├── InvalidArguments         the arguments did not validate
@@ -30,6 +31,7 @@ __all__ = [
     "PermissionRefused",
     "PermissionRejected",
     "PluginError",
+    "PromptBlocked",
     "ToolAborted",
     "ToolBlocked",
     "ToolError",
@@ -65,6 +67,15 @@ class ConfigError(HookcodeError):
 
 class PluginError(HookcodeError):
     """A plugin failed to load or conflicts with another plugin."""
+
+
+class PromptBlocked(HookcodeError):
+    """Raised by a ``chat_message`` hook to refuse the user's message: it is not sent, and the
+    run stops with the reason (a Claude Code ``UserPromptSubmit`` block)."""
+
+    def __init__(self, reason: str):
+        super().__init__(reason)
+        self.reason = reason
 
 
 class ToolError(HookcodeError):

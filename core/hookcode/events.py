@@ -1,8 +1,12 @@
 """The event bus: everything that happens is published here and reaches the ``event`` hook.
 
-Event types: ``session.created``, ``session.updated``, ``message.updated``, ``tool.started``,
+Event types: ``session.created``, ``session.updated``, ``session.idle`` (the loop ended: the
+model stopped asking for tools), ``message.updated``, ``tool.started``,
 ``tool.updated`` (live title/metadata), ``tool.completed``, ``tool.failed``,
-``permission.asked``, ``permission.replied``, ``file.edited``, ``todo.updated``.
+``permission.asked``, ``permission.replied`` (``front_end``: the plugin that answered, None
+when nobody did), ``permission.decided`` (the votes settled a request without asking:
+``action``, ``votes``, and ``rules`` with each pattern's deciding rule and its source),
+``file.edited``, ``todo.updated``.
 """
 
 from __future__ import annotations

@@ -12,7 +12,6 @@
 
 from __future__ import annotations
 
-import asyncio
 import codecs
 import contextlib
 import difflib
@@ -199,6 +198,8 @@ class PathLocks:
     @contextlib.asynccontextmanager
     async def hold(self, *paths: str | os.PathLike[str]) -> AsyncIterator[None]:
         """``async with locks.hold(a, b):`` — lock every path (sorted order)."""
+        import asyncio
+
         held: list[threading.Lock] = []
         try:
             for lock in self._ordered(paths):

@@ -13,7 +13,6 @@ the ask/reply flow through ``permission_prompt``. With nobody to ask, the answer
 
 from __future__ import annotations
 
-import asyncio
 import functools
 import json
 import os
@@ -25,6 +24,8 @@ from typing import TYPE_CHECKING, Any, Literal
 from hookcode.errors import PermissionDenied, PermissionRejected, ToolAborted
 
 if TYPE_CHECKING:
+    import asyncio
+
     from hookcode.runtime import Runtime
     from hookcode.tools import ToolContext
 
@@ -368,6 +369,8 @@ class PermissionService:
         always: list[str] | None,
         metadata: dict[str, Any],
     ) -> None:
+        import asyncio
+
         runtime = self.runtime
         self._seq += 1
         seq = self._seq
@@ -386,8 +389,10 @@ class PermissionService:
         )
         vote = self.vote(request)
         if vote.action == "allow":
+            self._decided(request, vote)
             return
         if vote.action == "deny":
+            self._decided(request, vote)
             raise PermissionDenied(
                 vote.reason or deny_message(request.ruleset.matching(permission)),
                 rules=request.ruleset.matching(permission),
@@ -409,6 +414,8 @@ class PermissionService:
                         reply="reject",
                         scope=None,
                         feedback=None,
+                        front_end=None,
+                        reason="rejected together with an earlier request of this session",
                     )
                     raise PermissionRejected()
                 # an "always" given while we waited may cover this request now
@@ -424,14 +431,17 @@ class PermissionService:
                         reply="always",
                         scope=None,
                         feedback=None,
+                        front_end=None,
+                        reason="covered by an 'always' reply given while it waited",
                     )
                     return
                 if vote.action == "deny":
+                    self._decided(request, vote)
                     raise PermissionDenied(
                         vote.reason or deny_message(request.ruleset.matching(permission)),
                         rules=request.ruleset.matching(permission),
                     )
-                reply = await self._prompt(request, ctx)
+                front_end, reply = await self._prompt(request, ctx)
                 runtime.events.publish(
                     "permission.replied",
                     session_id=ctx.session_id,
@@ -439,6 +449,8 @@ class PermissionService:
                     reply=reply.kind,
                     scope=reply.scope,
                     feedback=reply.feedback,
+                    front_end=front_end,
+                    reason=None if front_end else "no front end answered (headless)",
                 )
                 if reply.kind == "once":
                     return
@@ -451,15 +463,53 @@ class PermissionService:
         finally:
             self.pending.pop(request.id, None)
 
-    async def _prompt(self, request: PermissionRequest, ctx: ToolContext) -> Reply:
+    def _decided(self, request: PermissionRequest, vote: Vote) -> None:
+        """Publish ``permission.decided``: the votes settled ``request`` without asking anyone
+        (allow or deny); who decided is in ``votes`` and, for the rules, in ``rules`` (each
+        pattern's deciding rule with its source)."""
+        decision = request.ruleset.evaluate(request.permission, request.patterns)
+        self.runtime.events.publish(
+            "permission.decided",
+            **request.to_dict(),
+            request_id=request.id,
+            action=vote.action,
+            reason=vote.reason,
+            votes={
+                plugin: {"action": v.action, "reason": v.reason}
+                for plugin, v in request.votes.items()
+            },
+            rules=[
+                {
+                    "pattern": p.pattern,
+                    "action": p.action,
+                    "rule": p.rule.to_dict() if p.rule is not None else None,
+                }
+                for p in decision.patterns
+            ],
+        )
+
+    async def _prompt(
+        self, request: PermissionRequest, ctx: ToolContext
+    ) -> tuple[str | None, Reply]:
+        """The front end that answered (None: nobody, so reject) and its reply."""
+        import asyncio
+
         plugins = self.runtime.plugins
         if not plugins.has_impls("permission_prompt"):
-            return Reply("reject")
+            return None, Reply("reject")
+
+        def first_answer() -> tuple[str | None, Any]:
+            for plugin, value, error in plugins.call_each_outcomes(
+                "permission_prompt", request=request
+            ):
+                if error is not None:
+                    plugins.report(plugin, "permission_prompt", error)
+                elif value is not None:
+                    return plugin, value
+            return None, None
+
         loop = asyncio.get_running_loop()
-        future = loop.run_in_executor(
-            self.runtime.executor,
-            lambda: plugins.call_first("permission_prompt", request=request),
-        )
+        future = loop.run_in_executor(self.runtime.executor, first_answer)
         abort = asyncio.ensure_future(ctx.abort.wait())
         try:
             done, _ = await asyncio.wait({future, abort}, return_when=asyncio.FIRST_COMPLETED)
@@ -467,12 +517,12 @@ class PermissionService:
             abort.cancel()
         if future not in done:
             raise ToolAborted()
-        reply = future.result()
+        front_end, reply = future.result()
         if reply is None:
-            return Reply("reject")
+            return None, Reply("reject")
         if isinstance(reply, str):
             reply = Reply(reply)  # type: ignore[arg-type]
-        return reply
+        return front_end, reply
 
     def remember(self, request: PermissionRequest, scope: str) -> None:
         store = self.runtime.store

@@ -21,20 +21,34 @@ import re
 import sys
 import time
 from collections.abc import Iterator, Mapping
+from contextvars import ContextVar
 from dataclasses import dataclass, field
+from types import FunctionType, MethodType, ModuleType
 from typing import IO, Any, Literal
 
 import pluggy
 
 from hookcode import hookspecs
-from hookcode.errors import PluginError
+from hookcode.errors import PluginError, PromptBlocked
 
-__all__ = ["PluginInfo", "Plugins", "create_plugins", "hookimpl"]
+__all__ = ["PluginInfo", "Plugins", "create_plugins", "current_runtime", "hookimpl"]
 
 hookimpl = pluggy.HookimplMarker(hookspecs.PROJECT_NAME)
+_IMPL_ATTR = hookspecs.PROJECT_NAME + "_impl"
 
 ENTRY_POINT_GROUP = "hookcode"
 Status = Literal["loaded", "failed", "disabled"]
+
+#: the runtime whose plugins are calling a hook implementation right now
+_current_runtime: ContextVar[Any] = ContextVar("hookcode_current_runtime", default=None)
+
+
+def current_runtime() -> Any:
+    """The :class:`~hookcode.runtime.Runtime` whose hook call is running, for hooks whose
+    arguments do not lead to it (``tool``, ``chat_message``, ``event``, ...): its ``cwd``,
+    ``worktree``, ``env`` and ``config``. Valid while a (sync) implementation runs; None
+    outside a hook call or for plugins not owned by a runtime."""
+    return _current_runtime.get()
 
 
 @dataclass
@@ -72,6 +86,21 @@ class _PluginManager(pluggy.PluginManager):
     """pluggy's manager, accepting ``async def`` generator wrappers (``tool_execute``):
     hookcode drives them itself (pipeline), pluggy only knows sync generators."""
 
+    def parse_hookimpl_opts(self, plugin: Any, name: str) -> Any:
+        # pluggy looks every name of a plugin up with inspect.getattr_static, which is most of
+        # the cost of registering a plugin module (every name it imported or defined). For a
+        # plain function in a module's namespace that lookup returns the function itself, so
+        # read its marker directly; everything else (classes, instances, descriptors, dunder
+        # names that ModuleType itself defines) goes through pluggy.
+        if type(plugin) is ModuleType and not name.startswith("__"):
+            value = plugin.__dict__.get(name)
+            if type(value) is FunctionType:
+                opts = getattr(value, _IMPL_ATTR, None)
+                return opts if isinstance(opts, dict) else None
+            if value is not None and not isinstance(value, staticmethod | classmethod | MethodType):
+                return None  # not hookable: pluggy would say None too
+        return super().parse_hookimpl_opts(plugin, name)
+
     def _verify_hook(self, hook: Any, hookimpl: Any) -> None:
         function = hookimpl.function
         if (hookimpl.wrapper or hookimpl.hookwrapper) and inspect.isasyncgenfunction(function):
@@ -99,6 +128,8 @@ class Plugins:
         self.trace = trace
         self._stderr = stderr
         self.infos: dict[str, PluginInfo] = {}
+        #: the runtime these plugins serve (set by the Runtime): see :func:`current_runtime`
+        self.runtime: Any = None
         self._history: list[tuple[str, dict[str, Any]]] = []
         self._order = 0
         self._spec_names = {
@@ -220,7 +251,7 @@ class Plugins:
         found = []
         for ep in entry_points(group=ENTRY_POINT_GROUP):
             dist = ep.dist
-            dist_name = dist.metadata["Name"] if dist is not None else None
+            dist_name, dist_version = _name_version(dist) if dist is not None else (None, None)
             if ep.name in seen:
                 if seen[ep.name] != dist_name:  # else: one distribution reachable twice
                     self.warn(
@@ -229,7 +260,7 @@ class Plugins:
                     )
                 continue
             seen[ep.name] = dist_name
-            found.append((ep, dist_name, dist.version if dist is not None else None))
+            found.append((ep, dist_name, dist_version))
 
         def order(item: Any) -> tuple[int, str, str]:
             ep, dist_name, _ = item
@@ -306,8 +337,17 @@ class Plugins:
         return list(reversed(caller.get_hookimpls()))
 
     def impls_in_registration_order(self, hook: str) -> list[pluggy.HookImpl]:
+        """Registration order; a ``tryfirst`` implementation counts as registered before every
+        other and a ``trylast`` one after every other (file-based local tools use it to come
+        after every packaged tool)."""
         impls = getattr(self.pm.hook, hook).get_hookimpls()
-        return sorted(impls, key=lambda impl: self._info_order(impl.plugin_name))
+        return sorted(
+            impls,
+            key=lambda impl: (
+                0 if impl.tryfirst else 2 if impl.trylast else 1,
+                self._info_order(impl.plugin_name),
+            ),
+        )
 
     def _info_order(self, name: str) -> int:
         info = self.infos.get(name)
@@ -322,14 +362,18 @@ class Plugins:
 
     def _call(self, impl: pluggy.HookImpl, hook: str, kwargs: Mapping[str, Any]) -> Any:
         args = [kwargs[name] for name in impl.argnames]
-        if not self.trace:
-            return impl.function(*args)
-        started = time.perf_counter()
+        token = _current_runtime.set(self.runtime)
         try:
-            return impl.function(*args)
+            if not self.trace:
+                return impl.function(*args)
+            started = time.perf_counter()
+            try:
+                return impl.function(*args)
+            finally:
+                ms = (time.perf_counter() - started) * 1000
+                self.warn(f"trace: hook {hook} -> {impl.plugin_name} ({ms:.2f} ms)")
         finally:
-            ms = (time.perf_counter() - started) * 1000
-            self.warn(f"trace: hook {hook} -> {impl.plugin_name} ({ms:.2f} ms)")
+            _current_runtime.reset(token)
 
     def call_each_outcomes(
         self, hook: str, *, registration_order: bool = False, **kwargs: Any
@@ -354,6 +398,8 @@ class Plugins:
         with its plugin's name and skipped. Returns the non-None results."""
         results = []
         for plugin, value, error in self.call_each_outcomes(hook, **kwargs):
+            if isinstance(error, PromptBlocked) and hook == "chat_message":
+                raise error  # a refused user message stops the run (session.py)
             if error is not None:
                 self.report(plugin, hook, error)
             elif value is not None:
@@ -398,6 +444,37 @@ class Plugins:
                     self.report(impl.plugin_name, hook, exc)
 
 
+def _name_version(dist: Any) -> tuple[str | None, str | None]:
+    """A distribution's ``Name`` and ``Version``, read from the head of its metadata file.
+
+    What ``dist.metadata["Name"]`` and ``dist.version`` return, without the email parser
+    they use (a full parse of every plugin's metadata on every start-up): the headers come
+    first, one per line; anything unusual (a folded header, a missing field) falls back to
+    the full parse."""
+    try:
+        text = dist.read_text("METADATA") or dist.read_text("PKG-INFO")
+    except Exception:
+        text = None
+    found: dict[str, str] = {}
+    for line in (text or "").splitlines():
+        if not line.strip():
+            break  # the end of the headers
+        if line[0] in " \t":
+            found.clear()  # a folded header: leave it to the email parser
+            break
+        key, sep, value = line.partition(":")
+        if not sep:
+            found.clear()
+            break
+        key = key.strip().lower()
+        if key in ("name", "version") and key not in found:
+            found[key] = value.lstrip(" \t")
+            if len(found) == 2:
+                return found["name"], found["version"]
+    metadata = dist.metadata
+    return metadata["Name"], metadata["Version"]
+
+
 def _describe(exc: BaseException) -> str:
     # one line, but every line of the message: pluggy names the culprit (an argument the
     # hookspec does not have) on its third line
@@ -427,8 +504,8 @@ def create_plugins(
         if cwd is not None:
             from pathlib import Path
 
-            from hookcode.config import plugin_selection
-            from hookcode.runtime import find_worktree
+            # the light reader: neither pydantic nor the runtime before the plugins load
+            from hookcode.configfiles import find_worktree, plugin_selection
 
             directory = Path(os.path.realpath(cwd))
             selection = plugin_selection(directory, find_worktree(directory), env)

@@ -64,8 +64,14 @@ class Message:
 
     ``role`` is ``user``, ``assistant`` or ``tool``. ``content`` is a list of blocks:
     ``{"type": "text", "text"}``, ``{"type": "reasoning", "text", "signature"?}``,
+    ``{"type": "file", "mime", "url", "filename"}`` (user; ``url`` usually a data URL),
     ``{"type": "tool_use", "id", "name", "input"}`` (assistant), and for role ``tool``
     ``{"type": "tool_result", "id", "output", "is_error", "attachments"}``.
+
+    The loop sends every ``tool_use`` of an assistant turn a ``tool_result`` in the ``tool``
+    message right after it, in call order. Two ``user`` messages never follow each other, but
+    a ``user`` message may follow a ``tool`` message (providers that carry tool results in a
+    user turn merge them, results first).
     """
 
     role: Literal["user", "assistant", "tool"]
@@ -79,6 +85,13 @@ class ModelRequest:
     messages: list[Message]
     tools: list[dict[str, Any]]  # {"name", "description", "parameters"}
     params: dict[str, Any] = field(default_factory=dict)
+    #: the session making the request (None outside a session)
+    session_id: str | None = None
+    #: the agent making the request (``build``, ``compaction``, a sub-agent...)
+    agent: str | None = None
+    #: this provider's small per-session state, JSON-compatible: the loop loads it from the
+    #: store before the request and saves it after the stream, so it survives ``--continue``
+    state: dict[str, Any] = field(default_factory=dict)
 
 
 @dataclass
@@ -127,9 +140,14 @@ class Finish:
 
 @dataclass
 class StreamError:
+    """The request failed. ``retryable`` errors (rate limit, overload) are retried by the loop
+    with back-off (``retry_after`` seconds first, when the server said so) if nothing of the
+    reply was run yet; others end the run with ``message``."""
+
     message: str
     retryable: bool = False
     type: Literal["error"] = "error"
+    retry_after: float | None = None
 
 
 StreamEvent = (

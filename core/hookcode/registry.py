@@ -84,10 +84,19 @@ class Registry:
                 self._add(entries, ToolEntry(tool, plugin, info.distribution if info else None))
         return entries
 
-    def _add(self, entries: dict[str, ToolEntry], entry: ToolEntry) -> None:
+    def _add(self, entries: dict[str, ToolEntry], entry: ToolEntry) -> ToolEntry:
         entry.tool.plugin = entry.plugin
         entry.tool.distribution = entry.distribution
         previous = entries.get(entry.name)
+        if previous is not None and (entry.tool.never_replaces or previous.tool.never_replaces):
+            # a never_replaces tool (MCP) is skipped whichever registers first
+            skipped, kept = (entry, previous) if entry.tool.never_replaces else (previous, entry)
+            self.runtime.plugins.warn(
+                f"tool {entry.name!r} from plugin {skipped.plugin!r} skipped: the name is "
+                f"taken by the tool from plugin {kept.plugin!r}, which it never replaces"
+            )
+            entries[entry.name] = kept
+            return kept
         if previous is not None:
             entry.shadows = [
                 *previous.shadows,
@@ -98,6 +107,7 @@ class Registry:
                 f"plugin {previous.plugin!r}"
             )
         entries[entry.name] = entry
+        return entry
 
     @property
     def entries(self) -> dict[str, ToolEntry]:
@@ -106,7 +116,9 @@ class Registry:
         return self._entries
 
     def register(self, tool: Tool, plugin: str = "runtime") -> ToolEntry:
-        """Add a tool at run time, replacing (and shadowing) one of the same name."""
+        """Add a tool at run time, replacing (and shadowing) one of the same name; returns
+        the entry that holds the name (not the new tool's when it is ``never_replaces``
+        and the name is taken)."""
         if not _NAME_RE.match(tool.name or ""):
             raise ValueError(
                 f"tool name {tool.name!r} is invalid: use letters, digits, '_' and '-' "
@@ -114,8 +126,7 @@ class Registry:
             )
         info = self.runtime.plugins.infos.get(plugin)
         entry = ToolEntry(tool, plugin, info.distribution if info else None)
-        self._add(self.entries, entry)
-        return entry
+        return self._add(self.entries, entry)
 
     def unregister(self, name: str) -> None:
         self.entries.pop(name, None)

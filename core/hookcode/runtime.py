@@ -5,12 +5,13 @@ from __future__ import annotations
 
 import os
 import time
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import IO, TYPE_CHECKING, Any
 
 from hookcode.agents import AgentSpec
+from hookcode.configfiles import find_worktree
 from hookcode.errors import ConfigError, HookcodeError
 from hookcode.events import EventBus
 from hookcode.fileio import PathLocks
@@ -29,8 +30,8 @@ from hookcode.registry import Registry
 if TYPE_CHECKING:
     from hookcode.auth import Credentials
     from hookcode.config import Config
-    from hookcode.providers import Provider
     from hookcode.permission import PermissionRequest
+    from hookcode.providers import Provider
     from hookcode.store import SessionRecord, Store, ToolPartRecord
     from hookcode.tools import Tool, ToolContext, ToolResult
     from hookcode.truncate import Truncator
@@ -41,14 +42,6 @@ __all__ = ["Runtime", "data_dir_for", "find_worktree"]
 THREADS = 32
 #: seconds between two clean-ups of old spill files
 CLEANUP_INTERVAL = 3600.0
-
-
-def find_worktree(cwd: Path) -> Path:
-    """The git root of ``cwd`` (a directory holding ``.git``), else ``cwd`` itself."""
-    for directory in (cwd, *cwd.parents):
-        if (directory / ".git").exists():
-            return directory
-    return cwd
 
 
 def data_dir_for(env: Mapping[str, str]) -> Path:
@@ -97,6 +90,7 @@ class Runtime:
         self.plugins = plugins or create_plugins(
             env=self.env, strict=strict_plugins, extra=extra_plugins, stderr=stderr, cwd=self.cwd
         )
+        self.plugins.runtime = self  # hooks reach it through plugins.current_runtime()
         self.events = EventBus(self.plugins)
         self.data_dir = data_dir_for(self.env)
         self.config: Config = self._load_config()
@@ -116,6 +110,7 @@ class Runtime:
         self._next_cleanup = 0.0
         #: per-path locks every writing tool holds while it checks, asks and writes
         self.path_locks = PathLocks()
+        self._close_callbacks: list[Callable[[], object]] = []
 
     # -- config -------------------------------------------------------------------------------
     def _load_config(self) -> Config:
@@ -144,6 +139,9 @@ class Runtime:
             env=self.env,
             unloaded_plugins=[i.name for i in self.plugins.not_loaded()],
         )
+        from hookcode.agents import load_agent_files  # .hookcode/agents/*.md = [agent.NAME]
+
+        config.warnings.extend(load_agent_files(config, self.cwd, self.worktree, self.env))
         for warning in config.warnings:
             self.plugins.warn(warning)
         self.plugins.historic("config", config=config)
@@ -394,7 +392,18 @@ class Runtime:
         )
         return record
 
+    def on_close(self, callback: Callable[[], object]) -> None:
+        """Call ``callback`` when this runtime is closed (plugins stop what they started for
+        it: language servers, MCP sessions); one that raises is reported and skipped."""
+        self._close_callbacks.append(callback)
+
     def close(self) -> None:
+        callbacks, self._close_callbacks = self._close_callbacks, []
+        for callback in callbacks:
+            try:
+                callback()
+            except Exception as exc:
+                self.plugins.warn(f"a close callback raised: {type(exc).__name__}: {exc}")
         self.executor.shutdown(wait=False, cancel_futures=True)
         if self._store is not None:
             self._store.close()

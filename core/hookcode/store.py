@@ -1,4 +1,12 @@
-"""The SQLite store: sessions, tool parts and remembered approvals.
+"""The SQLite store: sessions, their messages and parts, tool parts, remembered approvals,
+todos, per-session provider state and session locks.
+
+Tables: ``sessions`` (with ``parent_id`` for sub-agent sessions and the token/cost roll-ups),
+``messages`` (one row per user/assistant message, its fields as JSON), ``parts`` (the parts of
+a message in order; a ``tool`` part row only fixes the call's place, its state lives in
+``tool_parts``, which :func:`hookcode.pipeline.invoke` writes as the call moves
+pending -> running -> completed | error), ``approvals``, ``todos``, ``session_state``,
+``session_locks`` (the pid running a session; a dead pid's lock is taken over).
 
 One :class:`Store` wraps one ``sqlite3`` connection guarded by a re-entrant lock, so threads of
 one process may share it. Several processes may open the same file: the database runs in WAL
@@ -16,7 +24,10 @@ JSON columns are stored as text (``json.dumps``); times are float epoch seconds.
 
 from __future__ import annotations
 
+import contextlib
 import json
+import os
+import socket
 import sqlite3
 import threading
 import time
@@ -32,6 +43,7 @@ from hookcode.ids import new_id
 __all__ = [
     "MIGRATIONS",
     "ApprovalRecord",
+    "SessionBusy",
     "SessionRecord",
     "Store",
     "StoreError",
@@ -89,11 +101,66 @@ MIGRATIONS: list[str] = [
         ON approvals(project, ifnull(session_id, ''), permission, pattern);
     CREATE INDEX approvals_session ON approvals(session_id);
     """,
+    # 2: the agent loop's tables: messages and their parts, todos, per-session provider state,
+    # session locks; token roll-ups on sessions; raw input and pruning on tool parts
+    """
+    ALTER TABLE sessions ADD COLUMN tokens_reasoning INTEGER NOT NULL DEFAULT 0;
+    ALTER TABLE sessions ADD COLUMN tokens_cache_read INTEGER NOT NULL DEFAULT 0;
+    ALTER TABLE sessions ADD COLUMN tokens_cache_write INTEGER NOT NULL DEFAULT 0;
+
+    ALTER TABLE tool_parts ADD COLUMN raw TEXT;
+    ALTER TABLE tool_parts ADD COLUMN compacted REAL;
+
+    CREATE TABLE messages (
+        seq         INTEGER PRIMARY KEY,
+        id          TEXT NOT NULL UNIQUE,
+        session_id  TEXT NOT NULL REFERENCES sessions(id) ON DELETE CASCADE,
+        role        TEXT NOT NULL,
+        created     REAL NOT NULL,
+        data        TEXT NOT NULL DEFAULT '{}'
+    );
+    CREATE INDEX messages_session ON messages(session_id, seq);
+
+    CREATE TABLE parts (
+        seq         INTEGER PRIMARY KEY,
+        id          TEXT NOT NULL UNIQUE,
+        session_id  TEXT NOT NULL REFERENCES sessions(id) ON DELETE CASCADE,
+        message_id  TEXT NOT NULL REFERENCES messages(id) ON DELETE CASCADE,
+        type        TEXT NOT NULL,
+        data        TEXT NOT NULL DEFAULT '{}'
+    );
+    CREATE INDEX parts_session ON parts(session_id, seq);
+    CREATE INDEX parts_message ON parts(message_id, seq);
+
+    CREATE TABLE todos (
+        session_id  TEXT NOT NULL REFERENCES sessions(id) ON DELETE CASCADE,
+        position    INTEGER NOT NULL,
+        id          TEXT NOT NULL,
+        content     TEXT NOT NULL,
+        status      TEXT NOT NULL DEFAULT 'pending',
+        priority    TEXT NOT NULL DEFAULT 'medium',
+        PRIMARY KEY (session_id, position)
+    );
+
+    CREATE TABLE session_state (
+        session_id  TEXT NOT NULL REFERENCES sessions(id) ON DELETE CASCADE,
+        key         TEXT NOT NULL,
+        value       TEXT NOT NULL,
+        PRIMARY KEY (session_id, key)
+    );
+
+    CREATE TABLE session_locks (
+        session_id  TEXT PRIMARY KEY REFERENCES sessions(id) ON DELETE CASCADE,
+        pid         INTEGER NOT NULL,
+        host        TEXT NOT NULL,
+        acquired    REAL NOT NULL
+    );
+    """,
 ]
 
 _SESSION_FIELDS = (
     "id, project, directory, title, agent, model, parent_id, created, updated, "
-    "cost, tokens_in, tokens_out"
+    "cost, tokens_in, tokens_out, tokens_reasoning, tokens_cache_read, tokens_cache_write"
 )
 _UPDATABLE_SESSION_FIELDS = frozenset(
     {
@@ -105,8 +172,19 @@ _UPDATABLE_SESSION_FIELDS = frozenset(
         "cost",
         "tokens_in",
         "tokens_out",
+        "tokens_reasoning",
+        "tokens_cache_read",
+        "tokens_cache_write",
         "updated",
     }
+)
+#: token counters a message adds to its session (``add_session_usage``)
+_USAGE_FIELDS = (
+    "tokens_in",
+    "tokens_out",
+    "tokens_reasoning",
+    "tokens_cache_read",
+    "tokens_cache_write",
 )
 _PART_COLUMNS = (
     "id",
@@ -151,6 +229,36 @@ class SessionRecord:
     cost: float = 0.0
     tokens_in: int = 0
     tokens_out: int = 0
+    tokens_reasoning: int = 0
+    tokens_cache_read: int = 0
+    tokens_cache_write: int = 0
+
+    def to_dict(self) -> dict[str, Any]:
+        """The public shape (``sessions list --json``)."""
+        return {
+            "id": self.id,
+            "title": self.title,
+            "parent_id": self.parent_id,
+            "agent": self.agent,
+            "model": self.model,
+            "created": self.created,
+            "updated": self.updated,
+            "cost": self.cost,
+        }
+
+
+class SessionBusy(StoreError):
+    """Another live process is running the session (``pid``)."""
+
+    def __init__(self, session_id: str, pid: int, host: str):
+        super().__init__(
+            f"session {session_id} is busy: another hookcode process (pid {pid}"
+            + ("" if host == socket.gethostname() else f" on {host}")
+            + ") is running it"
+        )
+        self.session_id = session_id
+        self.pid = pid
+        self.host = host
 
 
 @dataclass
@@ -304,6 +412,11 @@ class Store:
                     self._conn.execute("ROLLBACK")
                 raise StoreError(f"{self.path}: cannot commit: {exc}") from exc
 
+    def transaction(self) -> contextlib.AbstractContextManager[sqlite3.Connection]:
+        """Group several writes into one transaction (committed at the end, rolled back on an
+        exception); the store's own write methods called inside join it."""
+        return self._write()
+
     def _query(self, sql: str, params: tuple | list = ()) -> list[tuple]:
         with self._lock:
             try:
@@ -349,7 +462,8 @@ class Store:
         )
         with self._write() as conn:
             conn.execute(
-                f"INSERT INTO sessions ({_SESSION_FIELDS}) VALUES (?,?,?,?,?,?,?,?,?,?,?,?)",
+                f"INSERT INTO sessions ({_SESSION_FIELDS}) "
+                f"VALUES ({','.join('?' * len(astuple(record)))})",
                 astuple(record),
             )
         return record
@@ -485,3 +599,271 @@ class Store:
                 "DELETE FROM approvals WHERE project = ? AND ifnull(session_id, '') = ?",
                 (project, session_id or ""),
             ).rowcount
+
+    # -- session roll-ups, lookups -------------------------------------------------------------
+
+    def add_session_usage(self, id: str, /, *, cost: float = 0.0, **tokens: int) -> None:
+        """Add a message's cost and tokens (``tokens_in``, ``tokens_out``, ...) to its session."""
+        unknown = sorted(set(tokens) - set(_USAGE_FIELDS))
+        if unknown:
+            raise ValueError(f"unknown token field(s): {', '.join(unknown)}")
+        sets = ["cost = cost + ?", "updated = ?"]
+        values: list[Any] = [cost, time.time()]
+        for name, value in tokens.items():
+            sets.append(f"{name} = {name} + ?")
+            values.append(int(value))
+        with self._write() as conn:
+            conn.execute(f"UPDATE sessions SET {', '.join(sets)} WHERE id = ?", (*values, id))
+
+    def sessions_json(self, project: str | None = None) -> list[str]:
+        """``sessions list --json`` objects as JSON texts, most recently updated first (built
+        by SQLite: fast for many sessions)."""
+        sql = (
+            "SELECT json_object('id', id, 'title', title, 'parent_id', parent_id, 'agent', "
+            "agent, 'model', model, 'created', created, 'updated', updated, 'cost', cost) "
+            "FROM sessions"
+        )
+        params: list[Any] = []
+        if project is not None:
+            sql += " WHERE project = ?"
+            params.append(project)
+        sql += " ORDER BY updated DESC, id DESC"
+        return [row[0] for row in self._query(sql, params)]
+
+    def latest_session(self, project: str, *, top_level: bool = True) -> SessionRecord | None:
+        """The project's most recently updated (top-level) session."""
+        found = self.list_sessions(project, parent=False if top_level else None, limit=1)
+        return found[0] if found else None
+
+    def children(self, id: str) -> list[SessionRecord]:
+        rows = self._query(
+            f"SELECT {_SESSION_FIELDS} FROM sessions WHERE parent_id = ? ORDER BY created, id",
+            (id,),
+        )
+        return [SessionRecord(*row) for row in rows]
+
+    # -- session locks -------------------------------------------------------------------------
+
+    def lock_session(self, id: str, pid: int | None = None) -> None:
+        """Mark the session as being run by ``pid`` (default: this process).
+
+        Raises :class:`SessionBusy` when another live process holds it; a lock whose process
+        is dead (same host) is taken over. Re-locking by the same pid is a no-op.
+        """
+        pid = os.getpid() if pid is None else pid
+        host = socket.gethostname()
+        with self._write() as conn:
+            row = conn.execute(
+                "SELECT pid, host FROM session_locks WHERE session_id = ?", (id,)
+            ).fetchone()
+            if row is not None:
+                held_pid, held_host = int(row[0]), str(row[1])
+                if held_pid != pid and (held_host != host or pid_alive(held_pid)):
+                    raise SessionBusy(id, held_pid, held_host)
+            conn.execute(
+                "INSERT OR REPLACE INTO session_locks (session_id, pid, host, acquired) "
+                "VALUES (?, ?, ?, ?)",
+                (id, pid, host, time.time()),
+            )
+
+    def unlock_session(self, id: str, pid: int | None = None) -> None:
+        """Release the lock if ``pid`` (default: this process) holds it."""
+        pid = os.getpid() if pid is None else pid
+        with self._write() as conn:
+            conn.execute("DELETE FROM session_locks WHERE session_id = ? AND pid = ?", (id, pid))
+
+    def session_lock(self, id: str) -> tuple[int, str] | None:
+        """``(pid, host)`` of the process running the session, if a live one holds its lock."""
+        rows = self._query("SELECT pid, host FROM session_locks WHERE session_id = ?", (id,))
+        if not rows:
+            return None
+        pid, host = int(rows[0][0]), str(rows[0][1])
+        if host == socket.gethostname() and not pid_alive(pid):
+            return None
+        return pid, host
+
+    # -- messages and parts --------------------------------------------------------------------
+
+    def save_message(self, message: dict[str, Any]) -> None:
+        """Insert or update a message: ``{"id", "session_id", "role", "created", ...}``; every
+        other key is kept in its JSON ``data`` (parts are saved on their own)."""
+        data = {
+            k: v
+            for k, v in message.items()
+            if k not in ("id", "session_id", "role", "created", "parts")
+        }
+        with self._write() as conn:
+            conn.execute(
+                "INSERT INTO messages (id, session_id, role, created, data) VALUES (?,?,?,?,?) "
+                "ON CONFLICT(id) DO UPDATE SET data = excluded.data",
+                (
+                    message["id"],
+                    message["session_id"],
+                    message["role"],
+                    message["created"],
+                    _dumps(data),
+                ),
+            )
+
+    def save_part(self, part: dict[str, Any]) -> None:
+        """Insert or update a message part: ``{"id", "session_id", "message_id", "type", ...}``.
+
+        A ``tool`` part row only fixes the call's place in its message (``call_id``); the call's
+        state lives in ``tool_parts`` (:meth:`save_tool_part`)."""
+        data = {
+            k: v for k, v in part.items() if k not in ("id", "session_id", "message_id", "type")
+        }
+        with self._write() as conn:
+            conn.execute(
+                "INSERT INTO parts (id, session_id, message_id, type, data) VALUES (?,?,?,?,?) "
+                "ON CONFLICT(id) DO UPDATE SET data = excluded.data",
+                (part["id"], part["session_id"], part["message_id"], part["type"], _dumps(data)),
+            )
+
+    def delete_part(self, id: str) -> None:
+        with self._write() as conn:
+            conn.execute("DELETE FROM parts WHERE id = ?", (id,))
+
+    def set_tool_raw(self, id: str, raw: str) -> None:
+        """The raw input text of a pending call, as streamed so far."""
+        with self._write() as conn:
+            conn.execute("UPDATE tool_parts SET raw = ? WHERE id = ?", (raw, id))
+
+    def set_compacted(self, ids: list[str], when: float | None = None) -> None:
+        """Mark tool outputs as pruned (sent to the model as a placeholder from now on)."""
+        when = time.time() if when is None else when
+        with self._write() as conn:
+            conn.executemany(
+                "UPDATE tool_parts SET compacted = ? WHERE id = ?", [(when, i) for i in ids]
+            )
+
+    def messages(self, session_id: str) -> list[dict[str, Any]]:
+        """The session's messages in order, each with its ``parts`` in order (tool parts with
+        their ``state`` from ``tool_parts``); plain JSON-compatible dicts."""
+        out: list[dict[str, Any]] = []
+        by_id: dict[str, dict[str, Any]] = {}
+        for id, role, created, data in self._query(
+            "SELECT id, role, created, data FROM messages WHERE session_id = ? ORDER BY seq",
+            (session_id,),
+        ):
+            message = {"id": id, "session_id": session_id, "role": role, "created": created}
+            message.update(json.loads(data))
+            message["parts"] = []
+            by_id[id] = message
+            out.append(message)
+        rows = self._query(
+            "SELECT p.id, p.message_id, p.type, p.data, t.tool, t.state, t.input, t.raw, "
+            "t.output, t.title, t.metadata, t.attachments, t.error, t.time_start, t.time_end, "
+            "t.compacted FROM parts p LEFT JOIN tool_parts t ON t.id = json_extract(p.data, "
+            "'$.call_id') WHERE p.session_id = ? ORDER BY p.seq",
+            (session_id,),
+        )
+        for row in rows:
+            message = by_id.get(row[1])
+            if message is None:
+                continue
+            part: dict[str, Any] = {"id": row[0], "type": row[2]}
+            part.update(json.loads(row[3]))
+            if row[2] == "tool":
+                if row[5] is None:  # the call's state row is missing: nothing to show
+                    continue
+                part["tool"] = row[4]
+                part["state"] = {
+                    "status": row[5],
+                    "input": json.loads(row[6]) if row[6] else {},
+                    "raw": row[7],
+                    "output": row[8],
+                    "error": row[12],
+                    "title": row[9],
+                    "metadata": json.loads(row[10]) if row[10] else {},
+                    "attachments": json.loads(row[11]) if row[11] else [],
+                    "time": {"start": row[13], "end": row[14], "compacted": row[15]},
+                }
+            message["parts"].append(part)
+        return out
+
+    def recover_session(self, session_id: str, message: str = "Tool execution aborted") -> int:
+        """After a process died mid-step: its pending/running tool parts become errors with
+        ``message`` (``metadata.interrupted`` set) and its unfinished assistant messages are
+        closed with an error. Returns how many tool parts were marked."""
+        now = time.time()
+        with self._write() as conn:
+            count = conn.execute(
+                "UPDATE tool_parts SET state = 'error', error = ?, time_end = ?, "
+                "metadata = json_set(CASE WHEN json_valid(metadata) THEN metadata ELSE '{}' END, "
+                "'$.interrupted', json('true')) "
+                "WHERE session_id = ? AND state IN ('pending', 'running')",
+                (message, now, session_id),
+            ).rowcount
+            conn.execute(
+                "UPDATE messages SET data = json_set(json_set(data, '$.completed', ?), "
+                "'$.error', coalesce(json_extract(data, '$.error'), 'interrupted')) "
+                "WHERE session_id = ? AND role = 'assistant' "
+                "AND json_extract(data, '$.completed') IS NULL",
+                (now, session_id),
+            )
+        return count
+
+    # -- per-session state (providers keep small values here) ----------------------------------
+
+    def get_state(self, session_id: str, key: str) -> Any:
+        rows = self._query(
+            "SELECT value FROM session_state WHERE session_id = ? AND key = ?", (session_id, key)
+        )
+        return json.loads(rows[0][0]) if rows else None
+
+    def set_state(self, session_id: str, key: str, value: Any) -> None:
+        with self._write() as conn:
+            conn.execute(
+                "INSERT OR REPLACE INTO session_state (session_id, key, value) VALUES (?,?,?)",
+                (session_id, key, _dumps(value)),
+            )
+
+    # -- todos ---------------------------------------------------------------------------------
+
+    def set_todos(self, session_id: str, todos: list[dict[str, Any]]) -> None:
+        """Replace the session's todo list (``{"id", "content", "status", "priority"}`` each)."""
+        with self._write() as conn:
+            conn.execute("DELETE FROM todos WHERE session_id = ?", (session_id,))
+            conn.executemany(
+                "INSERT INTO todos (session_id, position, id, content, status, priority) "
+                "VALUES (?,?,?,?,?,?)",
+                [
+                    (
+                        session_id,
+                        i,
+                        str(t.get("id") or i + 1),
+                        str(t["content"]),
+                        str(t.get("status") or "pending"),
+                        str(t.get("priority") or "medium"),
+                    )
+                    for i, t in enumerate(todos)
+                ],
+            )
+
+    def todos(self, session_id: str) -> list[dict[str, Any]]:
+        rows = self._query(
+            "SELECT id, content, status, priority FROM todos WHERE session_id = ? "
+            "ORDER BY position",
+            (session_id,),
+        )
+        return [{"id": r[0], "content": r[1], "status": r[2], "priority": r[3]} for r in rows]
+
+
+def pid_alive(pid: int) -> bool:
+    """Whether process ``pid`` exists on this machine (a zombie counts as dead)."""
+    if pid <= 0:
+        return False
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    except OSError:
+        return False
+    try:  # a zombie (exited, not yet reaped) is not running anything
+        with open(f"/proc/{pid}/stat", "rb") as f:
+            return f.read().rsplit(b")", 1)[-1].split()[0] != b"Z"
+    except OSError:
+        return True

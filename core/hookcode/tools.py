@@ -18,7 +18,6 @@ stay cheap to import.
 
 from __future__ import annotations
 
-import asyncio
 import inspect
 import re
 import threading
@@ -31,6 +30,8 @@ from typing import TYPE_CHECKING, Any, ClassVar
 from hookcode.errors import InvalidArguments
 
 if TYPE_CHECKING:
+    import asyncio
+
     from pydantic import BaseModel, ValidationError
 
     from hookcode.filetime import FileTimes
@@ -135,6 +136,8 @@ class AbortSignal:
 
     async def wait(self) -> None:
         """Return once the signal fires."""
+        import asyncio
+
         if self._event.is_set():
             return
         loop = asyncio.get_running_loop()
@@ -339,6 +342,8 @@ class ToolContext:
         return self._run_sync(self.invoke(tool, args))
 
     def _run_sync(self, coro: Any) -> Any:
+        import asyncio
+
         loop = self._loop
         if loop is None or not loop.is_running():
             raise RuntimeError("ask_sync/invoke_sync need a running hookcode event loop")
@@ -383,6 +388,9 @@ class Tool:
             does not pre-check it.
         timeout: seconds; None means no limit.
         aliases: python parameter name -> model-facing name.
+        never_replaces: the tool never replaces (shadows) another tool of the same name:
+            when the name is taken, before or after, this one is skipped and reported
+            (MCP tools).
     """
 
     name: str = ""
@@ -392,6 +400,7 @@ class Tool:
     timeout: float | None = None
     aliases: dict[str, str] = {}  # noqa: RUF012 - never mutated; instances assign their own
     Args: ClassVar[type[BaseModel] | None] = None
+    never_replaces: bool = False
 
     #: the plugin that registered this tool (set by the registry)
     plugin: str | None = None
@@ -529,6 +538,8 @@ class Tool:
     # -- running ------------------------------------------------------------------------------
     async def execute(self, validated: BaseModel, ctx: ToolContext) -> ToolResult:
         """Run the tool with validated arguments; sync tools run in the runtime's thread pool."""
+        import asyncio
+
         _ = self.args_model  # make sure _fields/_ctx_param are known
         fn = self._callable()
         if self.Args is not None:

@@ -20,9 +20,13 @@ from pathlib import Path
 
 __all__ = [
     "BIN",
+    "CACHE",
     "Measure",
     "Report",
+    "bytecode_env",
+    "cached_venv",
     "hookcode_exe",
+    "interleaved",
     "machine",
     "mb",
     "median_seconds",
@@ -76,6 +80,8 @@ class Measure:
     peak_rss: int
     returncode: int
     stdout: bytes = b""
+    #: CPU seconds (user + system) of the process (and of its launcher with ``rss=True``)
+    cpu: float = 0.0
 
 
 #: a launcher: ``LAUNCHER FD EXE ARGS...`` runs EXE as a child, writes its peak RSS on FD
@@ -161,7 +167,64 @@ def _run(
     elapsed = time.perf_counter() - start
     proc.returncode = os.waitstatus_to_exitcode(status)
     # the child's own figure counts this process's memory too (see _rss_wrapper)
-    return Measure(elapsed, usage.ru_maxrss * _RSS_UNIT, proc.returncode, bytes(out))
+    cpu = usage.ru_utime + usage.ru_stime
+    return Measure(elapsed, usage.ru_maxrss * _RSS_UNIT, proc.returncode, bytes(out), cpu)
+
+
+#: where benchmarks keep what outlives a run (virtual environments of peer tools, bytecode)
+CACHE = Path(os.environ.get("HOOKCODE_BENCH_CACHE") or Path.home() / ".cache" / "hookcode-bench")
+
+
+def bytecode_env(env: Mapping[str, str] | None = None) -> dict[str, str]:
+    """``env`` (default: this process's) for timing Python start-up as an installed program
+    runs: with bytecode caches. ``PYTHONDONTWRITEBYTECODE`` would make every run compile every
+    module from source (a development-container setting no installed CLI runs under); the
+    caches go to ``CACHE/pycache`` (``PYTHONPYCACHEPREFIX``), never into the source tree."""
+    out = dict(os.environ if env is None else env)
+    out.pop("PYTHONDONTWRITEBYTECODE", None)
+    out["PYTHONPYCACHEPREFIX"] = str(CACHE / "pycache")
+    return out
+
+
+def cached_venv(name: str, requirements: Sequence[str], *, python: str | None = None) -> Path:
+    """A virtual environment ``CACHE/NAME`` holding ``requirements`` (made with ``uv venv`` and
+    ``uv pip install`` on first use, reused after): a peer tool installed for a benchmark
+    only, never a dependency of the project. Returns its interpreter."""
+    venv = CACHE / name
+    exe = venv / ("Scripts/python.exe" if os.name == "nt" else "bin/python")
+    stamp = venv / ".hookcode-bench-requirements"
+    wanted = "\n".join(requirements)
+    if exe.is_file() and stamp.is_file() and stamp.read_text() == wanted:
+        return exe
+    uv = shutil.which("uv")
+    if uv is None:
+        raise SystemExit(f"uv is needed to create {venv} (pip install uv)")
+    CACHE.mkdir(parents=True, exist_ok=True)
+    print(f"creating {venv} with {', '.join(requirements)} ...", file=sys.stderr, flush=True)
+    subprocess.run(
+        [uv, "venv", "-q", "--clear", str(venv), "--python", python or sys.executable],
+        check=True,
+    )
+    subprocess.run([uv, "pip", "install", "-q", "--python", str(exe), *requirements], check=True)
+    stamp.write_text(wanted)
+    return exe
+
+
+def interleaved(
+    commands: Mapping[str, Callable[[], Measure]], repeat: int, *, warmup: int = 2
+) -> dict[str, list[Measure]]:
+    """Run every command ``repeat`` times round-robin (A B C A B C ...), after ``warmup``
+    untimed rounds, so that a change in the machine's load hits every command alike. A
+    command that fails stops the benchmark."""
+    results: dict[str, list[Measure]] = {name: [] for name in commands}
+    for round_ in range(warmup + repeat):
+        for name, run in commands.items():
+            measure = run()
+            if measure.returncode != 0:
+                raise SystemExit(f"{name}: exit status {measure.returncode}")
+            if round_ >= warmup:
+                results[name].append(measure)
+    return results
 
 
 @dataclass

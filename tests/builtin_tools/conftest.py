@@ -15,3 +15,18 @@ def rg() -> str:
         return find_rg()
     except RipgrepMissing as exc:
         missing(str(exc))
+
+
+@pytest.fixture(scope="session")
+def lsp_server():
+    """``lsp_server(name)``: the command of a language server from PyPI, each in its own
+    cached venv (``lsp_servers.py``); a failed install fails the test in CI, skips elsewhere."""
+    from lsp_servers import InstallFailed, server_command
+
+    def get(name: str) -> list[str]:
+        try:
+            return server_command(name)
+        except InstallFailed as exc:
+            missing(f"language server {name} could not be installed: {exc}")
+
+    return get

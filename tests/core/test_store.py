@@ -389,31 +389,36 @@ def test_reopen_at_current_version_applies_nothing(
 
 
 def test_upgrade_applies_new_migrations(db_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    # a database of the foundation's schema (version 1), written the way that code wrote it
     monkeypatch.setattr(store_module, "MIGRATIONS", MIGRATIONS[:1])
     st = Store(db_path)
     assert st.version == 1
-    s = st.create_session(project="p", directory="/d")
+    st._conn.execute(
+        "INSERT INTO sessions (id, project, directory, title, agent, created, updated) "
+        "VALUES ('ses_old', 'p', '/d', 'old', 'build', 1.0, 2.0)"
+    )
     st.close()
 
     added = [
         """
-        CREATE TABLE todos (
+        CREATE TABLE notes (
             id TEXT PRIMARY KEY,
             session_id TEXT NOT NULL REFERENCES sessions(id) ON DELETE CASCADE,
             content TEXT NOT NULL
         );
-        INSERT INTO todos SELECT id || '_t', id, 'migrated' FROM sessions;
+        INSERT INTO notes SELECT id || '_t', id, 'migrated' FROM sessions;
         """,
-        "ALTER TABLE todos ADD COLUMN done INTEGER NOT NULL DEFAULT 0;",
+        "ALTER TABLE notes ADD COLUMN done INTEGER NOT NULL DEFAULT 0;",
     ]
-    monkeypatch.setattr(store_module, "MIGRATIONS", [*MIGRATIONS[:1], *added])
+    monkeypatch.setattr(store_module, "MIGRATIONS", [*MIGRATIONS, *added])
     st = Store(db_path)
-    assert st.version == 3
-    rows = st._conn.execute("SELECT id, session_id, content, done FROM todos").fetchall()
-    assert rows == [(s.id + "_t", s.id, "migrated", 0)]
-    assert st.get_session(s.id) == s
-    st.delete_session(s.id)  # the new table cascades too
-    assert st._conn.execute("SELECT count(*) FROM todos").fetchone()[0] == 0
+    assert st.version == len(MIGRATIONS) + 2
+    rows = st._conn.execute("SELECT id, session_id, content, done FROM notes").fetchall()
+    assert rows == [("ses_old_t", "ses_old", "migrated", 0)]
+    old = st.get_session("ses_old")
+    assert old is not None and old.title == "old" and old.tokens_cache_read == 0
+    st.delete_session("ses_old")  # the new table cascades too
+    assert st._conn.execute("SELECT count(*) FROM notes").fetchone()[0] == 0
     st.close()
 
 
@@ -583,3 +588,165 @@ def test_kill_9_leaves_a_consistent_database(db_path: Path) -> None:
     # the store is still writable, and the loop's clean-up works on it
     assert st.mark_interrupted("ses_k") in (0, 1)
     st.close()
+
+
+# -- the agent loop's tables (migration 2) ------------------------------------------------------
+
+
+def _message(store: Store, session_id: str, id: str, role: str = "user", **data) -> None:
+    store.save_message({"id": id, "session_id": session_id, "role": role, "created": 1.0, **data})
+
+
+def test_messages_and_parts_round_trip_in_order(store: Store) -> None:
+    s = store.create_session(project="p", directory="/d")
+    _message(store, s.id, "msg_1", text_ignored=None)
+    store.save_part({"id": "p1", "session_id": s.id, "message_id": "msg_1", "type": "text",
+                     "text": "hi"})
+    _message(store, s.id, "msg_2", "assistant", agent="build", tokens={"input": 3})
+    store.save_part({"id": "p2", "session_id": s.id, "message_id": "msg_2", "type": "reasoning",
+                     "text": "hmm", "signature": "sig"})
+    store.save_tool_part(ToolPartRecord(id="call_1", session_id=s.id, tool="read",
+                                        state="pending", message_id="msg_2"))
+    store.save_part({"id": "p3", "session_id": s.id, "message_id": "msg_2", "type": "tool",
+                     "call_id": "call_1"})
+    store.save_part({"id": "p4", "session_id": s.id, "message_id": "msg_2", "type": "text",
+                     "text": "partial"})
+    # updates keep each part's place
+    store.save_part({"id": "p4", "session_id": s.id, "message_id": "msg_2", "type": "text",
+                     "text": "partial, then whole"})
+    store.set_tool_raw("call_1", '{"filePath": "a"}')
+    store.save_tool_part(ToolPartRecord(id="call_1", session_id=s.id, tool="read",
+                                        state="completed", input={"filePath": "a"},
+                                        output="text", title="a", message_id="msg_2",
+                                        time_start=1.0, time_end=2.0))
+    store.set_compacted(["call_1"], when=5.0)
+    messages = store.messages(s.id)
+    assert [m["id"] for m in messages] == ["msg_1", "msg_2"]
+    assert messages[1]["agent"] == "build" and messages[1]["tokens"] == {"input": 3}
+    parts = messages[1]["parts"]
+    assert [p["id"] for p in parts] == ["p2", "p3", "p4"]
+    assert parts[0] == {"id": "p2", "type": "reasoning", "text": "hmm", "signature": "sig"}
+    tool = parts[1]
+    assert tool["call_id"] == "call_1" and tool["tool"] == "read"
+    assert tool["state"]["status"] == "completed" and tool["state"]["output"] == "text"
+    assert tool["state"]["raw"] == '{"filePath": "a"}'
+    assert tool["state"]["time"] == {"start": 1.0, "end": 2.0, "compacted": 5.0}
+    assert parts[2]["text"] == "partial, then whole"
+    store.delete_part("p4")
+    assert len(store.messages(s.id)[1]["parts"]) == 2
+
+
+def test_recover_session_marks_what_a_dead_process_left(store: Store) -> None:
+    s = store.create_session(project="p", directory="/d")
+    _message(store, s.id, "msg_a", "assistant", completed=None)
+    _message(store, s.id, "msg_b", "assistant", completed=3.0, error=None)
+    for state, id in (("pending", "c1"), ("running", "c2"), ("completed", "c3")):
+        store.save_tool_part(ToolPartRecord(id=id, session_id=s.id, tool="t", state=state,
+                                            metadata={"k": 1}))
+    assert store.recover_session(s.id) == 2
+    parts = {p.id: p for p in store.tool_parts(s.id)}
+    assert parts["c1"].error == parts["c2"].error == "Tool execution aborted"
+    assert parts["c2"].metadata == {"k": 1, "interrupted": True}
+    assert parts["c3"].state == "completed" and "interrupted" not in parts["c3"].metadata
+    by_id = {m["id"]: m for m in store.messages(s.id)}
+    assert by_id["msg_a"]["error"] == "interrupted" and by_id["msg_a"]["completed"]
+    assert by_id["msg_b"]["error"] is None and by_id["msg_b"]["completed"] == 3.0
+    assert store.recover_session(s.id) == 0
+
+
+def test_session_usage_rolls_up(store: Store) -> None:
+    s = store.create_session(project="p", directory="/d")
+    store.add_session_usage(s.id, cost=0.5, tokens_in=10, tokens_out=2, tokens_cache_read=4)
+    store.add_session_usage(s.id, cost=0.25, tokens_in=5, tokens_reasoning=1)
+    got = store.get_session(s.id)
+    assert got is not None
+    assert (got.cost, got.tokens_in, got.tokens_out, got.tokens_reasoning,
+            got.tokens_cache_read) == (0.75, 15, 2, 1, 4)
+    with pytest.raises(ValueError):
+        store.add_session_usage(s.id, bogus=1)
+
+
+def test_session_locks(store: Store) -> None:
+    from hookcode.store import SessionBusy
+
+    s = store.create_session(project="p", directory="/d")
+    store.lock_session(s.id)
+    store.lock_session(s.id)  # the same process again: fine
+    assert store.session_lock(s.id) == (os.getpid(), __import__("socket").gethostname())
+    sleeper = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(30)"])
+    try:
+        with pytest.raises(SessionBusy, match=f"pid {os.getpid()}"):
+            store.lock_session(s.id, pid=sleeper.pid)
+        store.unlock_session(s.id)
+        store.lock_session(s.id, pid=sleeper.pid)
+        with pytest.raises(SessionBusy, match=f"pid {sleeper.pid}"):
+            store.lock_session(s.id)
+        store.unlock_session(s.id)  # not ours: nothing happens
+        assert store.session_lock(s.id) == (sleeper.pid, __import__("socket").gethostname())
+    finally:
+        sleeper.kill()
+        sleeper.wait()
+    assert store.session_lock(s.id) is None  # dead holders do not count
+    store.lock_session(s.id)  # and are taken over
+    store.unlock_session(s.id)
+    assert store.session_lock(s.id) is None
+
+
+def test_state_todos_and_cascades(store: Store) -> None:
+    s = store.create_session(project="p", directory="/d")
+    child = store.create_session(project="p", directory="/d", parent_id=s.id)
+    store.set_state(s.id, "provider:x", {"positions": {"*": 2}})
+    assert store.get_state(s.id, "provider:x") == {"positions": {"*": 2}}
+    assert store.get_state(s.id, "missing") is None
+    store.set_todos(s.id, [{"content": "a"}, {"id": "t2", "content": "b", "status": "done"}])
+    assert store.todos(s.id) == [
+        {"id": "1", "content": "a", "status": "pending", "priority": "medium"},
+        {"id": "t2", "content": "b", "status": "done", "priority": "medium"},
+    ]
+    store.set_todos(s.id, [{"content": "only"}])
+    assert [t["content"] for t in store.todos(s.id)] == ["only"]
+    _message(store, s.id, "msg_1")
+    store.save_part({"id": "p1", "session_id": s.id, "message_id": "msg_1", "type": "text"})
+    store.lock_session(s.id)
+    assert [c.id for c in store.children(s.id)] == [child.id]
+    assert store.latest_session("p").id == s.id  # type: ignore[union-attr]
+    store.delete_session(s.id)
+    for table in ("messages", "parts", "todos", "session_state", "session_locks", "sessions"):
+        assert store._conn.execute(f"SELECT count(*) FROM {table}").fetchone()[0] == 0, table
+
+
+MESSAGE_WRITER = """
+import sys
+from pathlib import Path
+from hookcode.store import Store
+
+path, name, count = Path(sys.argv[1]), sys.argv[2], int(sys.argv[3])
+store = Store(path)
+session = store.create_session(project="p", directory="/d", id="ses_" + name)
+for i in range(count):
+    mid = f"{name}_m{i}"
+    store.save_message({"id": mid, "session_id": session.id, "role": "user", "created": i})
+    store.save_part({"id": f"{name}_p{i}", "session_id": session.id, "message_id": mid,
+                     "type": "text", "text": "x" * i})
+    store.add_session_usage(session.id, tokens_in=1, cost=0.001)
+store.close()
+print("done")
+"""
+
+
+def test_processes_write_messages_concurrently(db_path: Path) -> None:
+    db_path.parent.mkdir(parents=True)
+    procs = [run_python(MESSAGE_WRITER, str(db_path), n, "150") for n in ("a", "b", "c")]
+    for proc in procs:
+        _out, err = proc.communicate(timeout=120)
+        assert proc.returncode == 0, err
+    assert integrity(db_path) == "ok"
+    st = Store(db_path)
+    try:
+        for name in ("a", "b", "c"):
+            messages = st.messages("ses_" + name)
+            assert [m["parts"][0]["text"] for m in messages] == ["x" * i for i in range(150)]
+            session = st.get_session("ses_" + name)
+            assert session is not None and session.tokens_in == 150
+    finally:
+        st.close()

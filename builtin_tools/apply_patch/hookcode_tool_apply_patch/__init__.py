@@ -29,7 +29,6 @@ Decisions where the reference leaves room:
 
 from __future__ import annotations
 
-import asyncio
 import dataclasses
 import errno
 import os
@@ -103,6 +102,8 @@ async def apply_patch(
     ctx: ToolContext,
     patch_text: Annotated[str, "The full patch text that describes all changes to be made"],
 ) -> ToolResult:
+    import asyncio
+
     from hookcode_tool_apply_patch.patch import EmptyPatch, PatchError, parse
 
     if not patch_text:

@@ -21,7 +21,6 @@ Only the standard library and hookcode are imported here; the runner modules are
 
 from __future__ import annotations
 
-import asyncio
 import atexit
 import contextlib
 import threading
@@ -138,6 +137,8 @@ async def bash(
         "Input: mkdir foo\nOutput: Creates directory 'foo'",
     ],
 ) -> ToolResult:
+    import asyncio
+
     from hookcode_tool_bash import _runner
 
     if timeout is not None and timeout < 0:
@@ -187,6 +188,8 @@ async def bash(
 async def _ask(ctx: ToolContext, command: str, description: str, run_dir: Path) -> None:
     """external_directory for each outside directory (and an outside working directory), then
     ``bash`` with one pattern per simple command (ARCHITECTURE.md, Permissions)."""
+    import asyncio
+
     plugins = ctx.runtime.plugins
     loop = asyncio.get_running_loop()
     analysis = await loop.run_in_executor(

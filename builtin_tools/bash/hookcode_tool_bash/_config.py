@@ -19,7 +19,7 @@ class BashConfig(BaseModel):
         shell: the shell to run (default: ``$SHELL`` unless fish or nu, else bash, else sh).
     """
 
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(extra="forbid", defer_build=True)
 
     persistent: bool = False
     max_timeout: int | None = Field(default=None, gt=0)

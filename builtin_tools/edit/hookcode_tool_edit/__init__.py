@@ -20,7 +20,6 @@ The helpers below (:func:`load`, :func:`apply_edit`, :func:`commit`) are shared 
 
 from __future__ import annotations
 
-import asyncio
 import os
 import re
 from pathlib import Path
@@ -90,6 +89,8 @@ async def edit(
     new_string: Annotated[str, "The text to replace it with (must be different from oldString)"],
     replace_all: Annotated[bool, "Replace all occurrences of oldString (default false)"] = False,
 ) -> ToolResult:
+    import asyncio
+
     require_path(file_path)
     if old_string == new_string:
         raise ToolError(IDENTICAL)
@@ -128,6 +129,8 @@ def relative(ctx: ToolContext, path: Path) -> str:
 async def load(ctx: ToolContext, path: Path) -> TextFile | None:
     """The file as it is now (None when missing), after the directory check and, for an
     existing file, the read-before-write rule. Call it holding the path lock."""
+    import asyncio
+
     from hookcode.fileio import read_text
 
     if path.is_dir():
@@ -168,6 +171,8 @@ async def commit(
     """Ask ``edit`` with the diff, write ``after`` atomically (keeping an existing file's
     encoding, BOM and mode), publish ``file.edited``, record the read time. Returns the
     metadata ``diff``, ``filediff`` and ``diagnostics``. Call it holding the path lock."""
+    import asyncio
+
     from hookcode.fileio import diff, diff_stats
 
     before_text = before.text if before is not None else ""

@@ -15,7 +15,6 @@ metadata: ``results`` (per edit: ``additions``, ``deletions``) plus ``edit``'s f
 # No ``from __future__ import annotations`` here: on Python 3.11 a TypedDict only sees
 # ``NotRequired`` in real (not string) annotations.
 
-import asyncio
 from pathlib import Path
 from typing import Annotated, Any, NotRequired, TypedDict
 
@@ -116,6 +115,8 @@ async def multiedit(
         _MinItems(1),
     ],
 ) -> ToolResult:
+    import asyncio
+
     require_path(file_path)
     if not edits:
         raise ToolError("edits must contain at least one edit")

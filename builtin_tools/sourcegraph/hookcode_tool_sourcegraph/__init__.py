@@ -14,7 +14,6 @@ Only the standard library and hookcode are imported here; httpx when a search is
 
 from __future__ import annotations
 
-import asyncio
 import json
 from typing import Annotated, Any
 from urllib.parse import urlsplit, urlunsplit
@@ -151,6 +150,8 @@ def graphql_endpoint(configured: str | None) -> str:
 
 
 async def _search(ctx: ToolContext, query: str, timeout: float) -> dict[str, Any]:
+    import asyncio
+
     import httpx
 
     url = graphql_endpoint(ctx.runtime.env.get(URL_ENV))

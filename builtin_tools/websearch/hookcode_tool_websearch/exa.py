@@ -12,7 +12,6 @@ Only the standard library and hookcode are imported here; httpx when a call is m
 
 from __future__ import annotations
 
-import asyncio
 import json
 from typing import TYPE_CHECKING, Any
 
@@ -80,6 +79,8 @@ async def call(
     ``error`` prefixes failures (``<error> (<status>): <body>``); ``timed_out`` is the whole
     message when ``timeout`` seconds pass first.
     """
+    import asyncio
+
     import httpx
 
     url = endpoint(ctx)

@@ -16,7 +16,6 @@ new file gets the content as given, parents created, the umask's default mode.
 
 from __future__ import annotations
 
-import asyncio
 import os
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any
@@ -58,6 +57,8 @@ async def write(
         str, "The absolute path to the file to write (must be absolute, not relative)"
     ],
 ) -> ToolResult:
+    import asyncio
+
     from hookcode.fileio import diff, read_text
 
     if not file_path:

@@ -41,7 +41,7 @@ def build_app(options: GlobalOptions) -> typer.Typer:
     app = typer.Typer(
         name="hookcode",
         help="hookcode: a plugin-first framework for AI coding agents.",
-        no_args_is_help=True,
+        no_args_is_help=False,  # `hookcode` alone opens the chat
         add_completion=False,
         pretty_exceptions_enable=False,
         context_settings={"help_option_names": ["-h", "--help"]},
@@ -54,8 +54,9 @@ def build_app(options: GlobalOptions) -> typer.Typer:
         raise SystemExit(1) from None
     state = CliState(options, plugins)
 
-    @app.callback()
+    @app.callback(invoke_without_command=True)
     def root(
+        ctx: typer.Context,
         cwd: str = typer.Option(
             None, "-C", "--cwd", metavar="DIR", help="Run as if started in DIR."
         ),
@@ -66,6 +67,10 @@ def build_app(options: GlobalOptions) -> typer.Typer:
         """hookcode: a plugin-first framework for AI coding agents."""
         if cwd is not None and not Path(cwd).is_dir():
             raise fail(f"-C {cwd}: no such directory")
+        if ctx.invoked_subcommand is None:
+            from hookcode.cli.sessions import start_chat
+
+            start_chat(state)
 
     from hookcode.cli import commands
 

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import asyncio
 import json
 import sys
 from typing import TYPE_CHECKING, Any
@@ -38,6 +37,7 @@ def register(app: typer.Typer, state: CliState) -> None:
     from hookcode.cli import auth_commands
 
     auth_commands.register(app, state)
+
     def runtime(**kwargs: Any) -> Any:
         try:
             return state.runtime(**kwargs)
@@ -114,6 +114,8 @@ def register(app: typer.Typer, state: CliState) -> None:
         agent: str = typer.Option(None, "--agent", help="Run as this agent."),
     ) -> None:
         """Call one tool through the whole pipeline, in a fresh session."""
+        import asyncio
+
         from hookcode.testing import ainvoke_tool
 
         if args_json == "-":
@@ -348,23 +350,7 @@ def register(app: typer.Typer, state: CliState) -> None:
             raise fail(f"no approval with id '{approval_id}' (see `hookcode permissions list`)")
         typer.echo(f"revoked {approval_id}")
 
-    # ------------------------------------------------------------------------------ run
-    @app.command("run")
-    def run(
-        message: list[str] = typer.Argument(..., help="What to ask the agent."),
-        model: str = typer.Option(
-            None, "--model", "-m", help="provider/model, e.g. scripted/demo."
-        ),
-        agent: str = typer.Option(None, "--agent", help="Agent to run (default: build)."),
-        yes: bool = typer.Option(False, "--yes", "-y", help="Approve permission asks."),
-        as_json: bool = typer.Option(False, "--json", help="Print events as JSON lines."),
-    ) -> None:
-        """Run the agent on MESSAGE until it is done."""
-        from hookcode.session import run_headless
+    # ------------------------------------------------------------------------------ run, chat
+    from hookcode.cli import sessions
 
-        rt = runtime(yes=yes)
-        try:
-            code = run_headless(rt, " ".join(message), model=model, agent=agent, as_json=as_json)
-        except HookcodeError as exc:
-            raise fail(str(exc)) from None
-        raise typer.Exit(code)
+    sessions.register(app, state)

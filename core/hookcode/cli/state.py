@@ -30,14 +30,17 @@ class CliState:
     _runtime: Any = None
     extra: dict[str, Any] = field(default_factory=dict)
 
-    def runtime(self, *, yes: bool = False) -> Any:
+    def runtime(self, *, yes: bool = False, interactive: bool = True) -> Any:
+        """The runtime, built on first use. ``yes`` approves permission asks; otherwise asks go
+        to the terminal when stdin and stderr are terminals and ``interactive`` is true, else
+        they are refused (headless)."""
         if self._runtime is None:
             from hookcode.cli.frontend import AutoApprove, TerminalFrontend
             from hookcode.runtime import Runtime
 
             if yes:
                 self.plugins.register(AutoApprove(), "cli_yes")
-            elif sys.stdin.isatty() and sys.stderr.isatty():
+            elif interactive and sys.stdin.isatty() and sys.stderr.isatty():
                 self.plugins.register(TerminalFrontend(), "cli_terminal")
             self._runtime = Runtime(cwd=self.options.cwd, plugins=self.plugins)
         return self._runtime

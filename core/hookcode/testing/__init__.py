@@ -16,7 +16,6 @@ Outside fixtures: :func:`invoke_tool` runs one call through the whole pipeline, 
 
 from __future__ import annotations
 
-import asyncio
 import json
 import os
 from collections.abc import Mapping
@@ -103,6 +102,8 @@ def invoke_tool(
     runtime: Any, name: str, args: Mapping[str, Any] | str | None = None, **kwargs: Any
 ) -> Any:
     """Sync :func:`ainvoke_tool` (runs its own event loop)."""
+    import asyncio
+
     return asyncio.run(ainvoke_tool(runtime, name, args, **kwargs))
 
 

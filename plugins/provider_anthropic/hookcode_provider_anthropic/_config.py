@@ -11,7 +11,7 @@ __all__ = ["AnthropicConfig", "ModelEntry"]
 
 
 class _Strict(BaseModel):
-    model_config = ConfigDict(extra="forbid", use_attribute_docstrings=True)
+    model_config = ConfigDict(extra="forbid", defer_build=True, use_attribute_docstrings=True)
 
 
 class ModelEntry(_Strict):

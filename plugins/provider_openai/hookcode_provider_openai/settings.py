@@ -19,7 +19,7 @@ __all__ = ["OpenAIProviderConfig", "Price"]
 class Price(BaseModel):
     """``[provider.NAME.prices."MODEL"]``: USD per million tokens."""
 
-    model_config = ConfigDict(extra="forbid", use_attribute_docstrings=True)
+    model_config = ConfigDict(extra="forbid", defer_build=True, use_attribute_docstrings=True)
 
     input: float = Field(default=0.0, ge=0, examples=[2.5])
     """USD per million input (prompt) tokens that were not read from the cache."""
@@ -33,7 +33,7 @@ class OpenAIProviderConfig(BaseModel):
     """``[provider.NAME]``: an OpenAI-compatible Chat Completions provider (``type = "openai"``),
     e.g. Ollama, vLLM, LM Studio, OpenRouter; ``[provider.openai]`` adjusts the built-in one."""
 
-    model_config = ConfigDict(extra="allow", use_attribute_docstrings=True)
+    model_config = ConfigDict(extra="allow", defer_build=True, use_attribute_docstrings=True)
 
     type: str = Field(default="openai", examples=["openai"])
     """The wire protocol: ``openai`` (Chat Completions). Tables of another type belong to other

@@ -1,0 +1,776 @@
+"""Language servers for one runtime, kept on a background event loop.
+
+The CLI runs one ``asyncio.run`` per command and the agent loop may run several, so a server's
+pipes cannot belong to the caller's loop: one daemon thread runs an event loop that owns every
+server of the process; callers reach it with ``run_coroutine_threadsafe`` (:func:`call` from
+async code). Servers start lazily, one per (server, workspace root); a server that died is
+started again on its next use; all of them are shut down when their runtime is closed
+(``Runtime.on_close``) or garbage-collected, at exit (``atexit``), or by :func:`close_all`.
+
+Which servers handle a file: the ``[lsp.servers.NAME]`` tables whose ``extensions`` match it;
+for an extension no configured server covers, the first built-in default found (Python:
+``basedpyright-langserver``, else ``pyright-langserver``, else ``pylsp``). Bare command names
+are looked up on the runtime's PATH, then in hookcode's own environment (the directory of
+the running interpreter, where ``pip install basedpyright`` puts its script).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import atexit
+import concurrent.futures
+import contextlib
+import os
+import shutil
+import sys
+import sysconfig
+import threading
+import time
+import weakref
+from collections.abc import Coroutine, Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, TypeVar
+
+from hookcode_tool_lsp.client import LspClient, LspError, ServerGone
+
+__all__ = [
+    "DiagnosticsReport",
+    "Manager",
+    "NoServer",
+    "ServerSpec",
+    "TooLarge",
+    "call",
+    "close_all",
+    "manager_for",
+    "submit",
+]
+
+T = TypeVar("T")
+
+#: seconds to wait for diagnostics after a change, and the quiet time that ends the wait
+DIAGNOSTICS_TIMEOUT = 3.0
+DIAGNOSTICS_DEBOUNCE = 0.15
+#: a server that did not start in time is not tried again for this long (seconds)
+START_BACKOFF = 30.0
+#: seconds ``close_all`` waits for the servers to shut down
+CLOSE_TIMEOUT = 3.0
+
+PYTHON_EXTENSIONS = (".py", ".pyi")
+PYTHON_ROOT_MARKERS = (
+    "pyproject.toml", "setup.py", "setup.cfg", "requirements.txt", "Pipfile",
+    "pyrightconfig.json",
+)
+
+
+@dataclass(frozen=True)
+class _Default:
+    name: str
+    command: tuple[str, ...]
+    extensions: tuple[str, ...]
+    root_markers: tuple[str, ...]
+
+
+#: built-in defaults: per group, the first one found is used
+DEFAULT_GROUPS: tuple[tuple[_Default, ...], ...] = (
+    (
+        _Default("basedpyright", ("basedpyright-langserver", "--stdio"), PYTHON_EXTENSIONS,
+                 PYTHON_ROOT_MARKERS),
+        _Default("pyright", ("pyright-langserver", "--stdio"), PYTHON_EXTENSIONS,
+                 PYTHON_ROOT_MARKERS),
+        _Default("pylsp", ("pylsp",), PYTHON_EXTENSIONS, PYTHON_ROOT_MARKERS),
+    ),
+)
+_DEFAULTS = {d.name: d for group in DEFAULT_GROUPS for d in group}
+
+LANGUAGE_IDS = {
+    ".py": "python", ".pyi": "python", ".js": "javascript", ".mjs": "javascript",
+    ".cjs": "javascript", ".jsx": "javascriptreact", ".ts": "typescript", ".mts": "typescript",
+    ".cts": "typescript", ".tsx": "typescriptreact", ".go": "go", ".rs": "rust",
+    ".rb": "ruby", ".c": "c", ".h": "c", ".cc": "cpp", ".cpp": "cpp", ".hpp": "cpp",
+    ".cs": "csharp", ".java": "java", ".kt": "kotlin", ".lua": "lua", ".php": "php",
+    ".sh": "shellscript", ".bash": "shellscript", ".zig": "zig", ".swift": "swift",
+    ".ex": "elixir", ".exs": "elixir", ".vue": "vue", ".svelte": "svelte",
+}
+
+
+class NoServer(Exception):
+    """No language server is configured or found for a file."""
+
+
+class Unavailable(Exception):
+    """A server for the file exists in config but cannot run now."""
+
+
+class TooLarge(Exception):
+    """The file is larger than ``[lsp] max_file_bytes``: servers never see it."""
+
+
+@dataclass(frozen=True)
+class ServerSpec:
+    """One server as configured (or found) for this runtime."""
+
+    name: str
+    command: tuple[str, ...]
+    extensions: frozenset[str]
+    env: tuple[tuple[str, str], ...] = ()
+    initialization: Any = None
+    root_markers: tuple[str, ...] = ()
+    language_id: str | None = None
+    configured: bool = True
+    #: why the server cannot run (its command was not found), else None
+    unavailable: str | None = None
+
+    def handles(self, path: str) -> bool:
+        return _extension(path) in self.extensions
+
+
+@dataclass
+class DiagnosticsReport:
+    """Diagnostics after a change: every known file's latest diagnostics (merged over the
+    servers), and a note per server that could not give any."""
+
+    files: dict[str, list[dict[str, Any]]] = field(default_factory=dict)
+    problems: list[str] = field(default_factory=list)
+    servers: list[str] = field(default_factory=list)
+    #: changed files not sent to any server (too large), with why
+    large: list[str] = field(default_factory=list)
+
+
+# ---------------------------------------------------------------------------------------------
+# the background loop
+# ---------------------------------------------------------------------------------------------
+
+
+class _Loop:
+    """One event loop in a daemon thread, started on first use."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self._thread: threading.Thread | None = None
+
+    @property
+    def loop(self) -> asyncio.AbstractEventLoop:
+        with self._lock:
+            if self._loop is None or self._thread is None or not self._thread.is_alive():
+                loop = asyncio.new_event_loop()
+                ready = threading.Event()
+
+                def run() -> None:
+                    asyncio.set_event_loop(loop)
+                    loop.call_soon(ready.set)
+                    loop.run_forever()
+
+                thread = threading.Thread(target=run, name="hookcode-lsp", daemon=True)
+                thread.start()
+                ready.wait()
+                self._loop, self._thread = loop, thread
+            return self._loop
+
+    @property
+    def started(self) -> bool:
+        return self._thread is not None and self._thread.is_alive()
+
+    def in_loop(self) -> bool:
+        return self._thread is not None and threading.current_thread() is self._thread
+
+
+_LOOP = _Loop()
+
+
+def submit(coro: Coroutine[Any, Any, T]) -> concurrent.futures.Future[T]:
+    """Run ``coro`` on the servers' loop; returns a thread-safe future."""
+    return asyncio.run_coroutine_threadsafe(coro, _LOOP.loop)
+
+
+async def call(coro: Coroutine[Any, Any, T]) -> T:
+    """Await ``coro`` on the servers' loop from another event loop (cancellation carries
+    over)."""
+    if _LOOP.in_loop():
+        return await coro
+    return await asyncio.wrap_future(submit(coro))
+
+
+# ---------------------------------------------------------------------------------------------
+# one manager per runtime
+# ---------------------------------------------------------------------------------------------
+
+_MANAGERS: weakref.WeakKeyDictionary[Any, Manager] = weakref.WeakKeyDictionary()
+_ALL: weakref.WeakSet[Manager] = weakref.WeakSet()
+_MANAGERS_LOCK = threading.Lock()
+
+
+def manager_for(runtime: Any) -> Manager:
+    """The runtime's manager (made on first use; closed when the runtime is collected)."""
+    with _MANAGERS_LOCK:
+        manager = _MANAGERS.get(runtime)
+        if manager is None:
+            manager = Manager.from_runtime(runtime)
+            _MANAGERS[runtime] = manager
+            _ALL.add(manager)
+            on_close = getattr(runtime, "on_close", None)
+            if on_close is not None:
+                on_close(manager.close_now)
+            weakref.finalize(runtime, manager.close_soon)
+        return manager
+
+
+def close_all(timeout: float = CLOSE_TIMEOUT, *, final: bool = False) -> None:
+    """Shut every server of every manager down; a later use starts them again unless
+    ``final`` (at exit: registered with ``atexit``)."""
+    if not _LOOP.started:
+        return
+    managers = list(_ALL)
+    if not managers:
+        return
+
+    async def close() -> None:
+        await asyncio.gather(*(m.close(final=final) for m in managers), return_exceptions=True)
+
+    future = submit(close())
+    with contextlib.suppress(Exception):
+        future.result(timeout)
+
+
+atexit.register(close_all, final=True)
+
+
+class Manager:
+    """The servers of one runtime: specs from its config, clients per (server, root)."""
+
+    def __init__(
+        self,
+        settings: Any,
+        *,
+        env: Mapping[str, str],
+        cwd: Path,
+        worktree: Path,
+    ) -> None:
+        self.settings = settings
+        self.env = dict(env)
+        self.cwd = cwd
+        self.worktree = worktree
+        self.max_bytes = int(settings.max_file_bytes)
+        #: config problems (a new server without a command), reported once per note
+        self.config_problems: list[str] = []
+        self.specs: list[ServerSpec] = self._specs()
+        self._clients: dict[tuple[str, Path], LspClient] = {}
+        self._starting: dict[tuple[str, Path], asyncio.Task[LspClient]] = {}
+        self._failures: dict[tuple[str, Path], tuple[str, float]] = {}
+        #: how many times each server was started (tests and `restarts` in metadata)
+        self.starts: dict[str, int] = {}
+        self._closed = False
+
+    @classmethod
+    def from_runtime(cls, runtime: Any) -> Manager:
+        return cls(settings_of(runtime.config), env=runtime.env, cwd=runtime.cwd,
+                   worktree=runtime.worktree)
+
+    # -- which servers ------------------------------------------------------------------------
+    def _specs(self) -> list[ServerSpec]:
+        specs: list[ServerSpec] = []
+        covered: set[str] = set()
+        configured = dict(self.settings.servers)
+        for name, server in configured.items():
+            if server.disabled:
+                continue
+            default = _DEFAULTS.get(name)
+            command = list(server.command or (default.command if default else ()))
+            extensions = server.extensions or (list(default.extensions) if default else [])
+            if not command or not extensions:
+                self.config_problems.append(
+                    f"server '{name}' needs `command` and `extensions` in [lsp.servers.{name}]"
+                )
+                continue
+            markers = server.root_markers
+            if markers is None:
+                markers = list(default.root_markers) if default else []
+            exts = frozenset(_normalise_extension(e) for e in extensions)
+            covered |= exts
+            found = self._which(command[0])
+            specs.append(ServerSpec(
+                name=name,
+                command=(found or command[0], *command[1:]),
+                extensions=exts,
+                env=tuple(server.env.items()),
+                initialization=server.initialization or None,
+                root_markers=tuple(markers),
+                language_id=server.language_id,
+                configured=True,
+                unavailable=None if found else f"command not found: {command[0]}",
+            ))
+        for group in DEFAULT_GROUPS:
+            for default in group:
+                exts = frozenset(default.extensions) - covered
+                if not exts or default.name in configured:
+                    continue
+                found = self._which(default.command[0])
+                if found is None:
+                    continue
+                specs.append(ServerSpec(
+                    name=default.name,
+                    command=(found, *default.command[1:]),
+                    extensions=exts,
+                    root_markers=default.root_markers,
+                    configured=False,
+                ))
+                covered |= exts
+                break
+        return specs
+
+    def _which(self, program: str) -> str | None:
+        if os.sep in program or (os.altsep and os.altsep in program):
+            path = Path(program).expanduser()
+            if not path.is_absolute():
+                path = self.cwd / path
+            return str(path) if path.is_file() and os.access(path, os.X_OK) else None
+        dirs = self.env.get("PATH", os.defpath).split(os.pathsep)
+        dirs += [str(Path(sys.executable).parent), sysconfig.get_path("scripts")]
+        return shutil.which(program, path=os.pathsep.join(d for d in dirs if d))
+
+    def specs_for(self, path: str | Path) -> list[ServerSpec]:
+        text = str(path)
+        return [spec for spec in self.specs if spec.handles(text)]
+
+    def root_for(self, spec: ServerSpec, path: str | Path) -> Path:
+        """The nearest directory holding a root marker, up to the worktree (inclusive);
+        else the worktree (or, outside it, the file's directory)."""
+        file = Path(path)
+        inside = _is_relative_to(file, self.worktree)
+        directory = file.parent
+        while True:
+            if any((directory / marker).exists() for marker in spec.root_markers):
+                return directory
+            if (inside and directory == self.worktree) or directory.parent == directory:
+                break
+            directory = directory.parent
+        return self.worktree if inside else file.parent
+
+    # -- clients (on the loop) ----------------------------------------------------------------
+    async def client(self, spec: ServerSpec, root: Path) -> LspClient:
+        """A running client for (server, root), started (again) if needed; Unavailable with
+        the reason otherwise."""
+        if self._closed:
+            raise Unavailable("hookcode is shutting down")
+        key = (spec.name, root)
+        client = self._clients.get(key)
+        if client is not None:
+            if client.alive:
+                return client
+            del self._clients[key]  # it died: start it again
+        if spec.unavailable is not None:
+            raise Unavailable(spec.unavailable)
+        failure = self._failures.get(key)
+        if failure is not None and time.monotonic() < failure[1]:
+            raise Unavailable(failure[0])
+        task = self._starting.get(key)
+        if task is None:
+            task = asyncio.get_running_loop().create_task(self._start(spec, root))
+            self._starting[key] = task
+            task.add_done_callback(lambda _t: self._starting.pop(key, None))
+        return await asyncio.shield(task)
+
+    async def _start(self, spec: ServerSpec, root: Path) -> LspClient:
+        key = (spec.name, root)
+        env = {**self.env, **dict(spec.env)}
+        client = LspClient(spec.name, spec.command, root, env=env,
+                           initialization_options=spec.initialization)
+        self.starts[spec.name] = self.starts.get(spec.name, 0) + 1
+        timeout = float(self.settings.start_timeout)
+        try:
+            await client.start(timeout)
+        except TimeoutError:
+            reason = f"did not start within {timeout:g} s"
+            self._failures[key] = (reason, time.monotonic() + START_BACKOFF)
+            raise Unavailable(reason) from None
+        except ServerGone as exc:
+            await client.kill()
+            raise Unavailable(f"could not start: {exc}") from None
+        except LspError as exc:
+            await client.kill()
+            raise Unavailable(f"refused to initialize: {exc}") from None
+        self._failures.pop(key, None)
+        if self._closed:
+            await client.shutdown()
+            raise Unavailable("hookcode is shutting down")
+        self._clients[key] = client
+        return client
+
+    def clients(self) -> list[LspClient]:
+        return list(self._clients.values())
+
+    # -- operations (on the loop) -------------------------------------------------------------
+    async def warm(self, path: str) -> None:
+        """Start the servers for ``path`` and open it, without waiting for anything else."""
+        specs = self.specs_for(path)
+        if not specs:
+            return
+        try:
+            text = await asyncio.to_thread(_read, path, self.max_bytes)
+        except TooLarge:
+            return
+        if text is None:
+            return
+
+        async def one(spec: ServerSpec) -> None:
+            with contextlib.suppress(Unavailable, ServerGone, LspError):
+                client = await self.client(spec, self.root_for(spec, path))
+                await client.sync_document(path, text, _language_id(spec, path))
+
+        await asyncio.gather(*(one(spec) for spec in specs))
+
+    async def diagnose(
+        self,
+        changed: Sequence[str],
+        deleted: Sequence[str] = (),
+        *,
+        created: frozenset[str] = frozenset(),
+        timeout: float = DIAGNOSTICS_TIMEOUT,
+        debounce: float = DIAGNOSTICS_DEBOUNCE,
+        other_files: bool = False,
+    ) -> DiagnosticsReport:
+        """Tell the servers about changed and deleted files, wait for the changed files'
+        diagnostics (``debounce`` quiet time, at most ``timeout`` seconds once a server
+        runs), and return every file's latest diagnostics. ``created``: changed files that
+        are new on disk. A server that had died before is started again (once) and a server
+        that cannot run or dies on the way is named in ``problems``. ``other_files``: the quiet time
+        counts every file's diagnostics, so files depending on the changed ones are
+        re-checked before the wait ends (write and apply_patch show them)."""
+        report = DiagnosticsReport()
+        texts: dict[str, str | None] = {}
+        for path in changed:
+            if not self.specs_for(path):
+                continue
+            try:
+                texts[path] = await asyncio.to_thread(_read, path, self.max_bytes)
+            except TooLarge as exc:
+                report.large.append(f"{path}: {exc}")
+        changed = [path for path in changed if texts.get(path) is not None]
+        groups: dict[tuple[str, Path], tuple[ServerSpec, list[str], list[str]]] = {}
+        for path in changed:
+            for spec in self.specs_for(path):
+                key = (spec.name, self.root_for(spec, path))
+                groups.setdefault(key, (spec, [], []))[1].append(path)
+        for path in deleted:
+            for spec in self.specs_for(path):
+                key = (spec.name, self.root_for(spec, path))
+                groups.setdefault(key, (spec, [], []))[2].append(path)
+        if not groups:
+            return report
+
+        async def one(spec: ServerSpec, root: Path, paths: list[str], gone: list[str]) -> None:
+            for attempt in (1, 2):
+                before = self._clients.get((spec.name, root))
+                if not paths and (before is None or not before.alive):
+                    return  # only deletions: nothing to tell a server that is not running
+                try:
+                    client = await self.client(spec, root)
+                except Unavailable as exc:
+                    report.problems.append(f"server '{spec.name}' {_reason(exc)}")
+                    return
+                try:
+                    await self._notify_and_wait(client, spec, paths, gone, texts, created,
+                                                timeout, debounce, other_files)
+                except ServerGone as exc:
+                    if attempt == 1 and client is before:
+                        continue  # it had died before this call: start it again, once
+                    report.problems.append(
+                        f"server '{spec.name}' {exc}; it will be restarted on next use"
+                    )
+                    return
+                report.servers.append(spec.name)
+                return
+
+        await asyncio.gather(*(one(spec, key[1], paths, gone)
+                               for key, (spec, paths, gone) in groups.items()))
+        report.files = self.diagnostics()
+        return report
+
+    async def _notify_and_wait(
+        self,
+        client: LspClient,
+        spec: ServerSpec,
+        paths: list[str],
+        gone: list[str],
+        texts: Mapping[str, str | None],
+        created: frozenset[str],
+        timeout: float,
+        debounce: float,
+        other_files: bool,
+    ) -> None:
+        for path in gone:
+            await client.close_document(path)
+        await client.files_changed([(p, 3) for p in gone])
+        waits = []
+        changes = []
+        for path in paths:
+            text = texts.get(path)
+            if text is None:
+                continue
+            since = client.last_seq(path)
+            # "created" for a file the server has not seen from us: it may have appeared on
+            # disk after the server listed the workspace (servers drop their caches for it)
+            unseen = Path(path).as_uri() not in client.documents
+            version, sent = await client.sync_document(path, text, _language_id(spec, path))
+            changes.append((path, 1 if path in created or unseen else 2))
+            publication = client.publications.get(Path(path).as_uri())
+            if not sent and publication is not None and (
+                publication.version is None or publication.version >= version
+            ):
+                continue  # nothing new to check: the latest diagnostics stand
+            waits.append(client.wait_diagnostics(
+                path, since=since if sent else 0, version=version,
+                debounce=debounce, timeout=timeout, quiet_all=other_files,
+            ))
+        await client.files_changed(changes)
+        await asyncio.gather(*waits)
+
+    def diagnostics(self) -> dict[str, list[dict[str, Any]]]:
+        """Every file's latest diagnostics over the live servers (merged by path)."""
+        files: dict[str, list[dict[str, Any]]] = {}
+        for client in self._clients.values():
+            if not client.alive:
+                continue
+            for path, diagnostics in client.diagnostics().items():
+                files.setdefault(path, []).extend(diagnostics)
+        return files
+
+    async def request(
+        self, path: str, operation: str, line: int, character: int, *, timeout: float
+    ) -> list[Any]:
+        """Run one of the nine operations at a 0-based position on every server for
+        ``path``; the results flattened in one list. NoServer when none handles the file."""
+        specs = self.specs_for(path)
+        if not specs:
+            raise NoServer(path)
+        text = await asyncio.to_thread(_read, path, self.max_bytes)  # TooLarge goes up
+        if text is None:
+            raise NoServer(path)
+        results: list[Any] = []
+        problems: list[str] = []
+        answered = 0
+        for spec in specs:
+            try:
+                found = await self._request_one(spec, path, text, operation, line, character,
+                                                timeout)
+            except Unavailable as exc:
+                problems.append(f"server '{spec.name}' {_reason(exc)}")
+                continue
+            except ServerGone as exc:
+                problems.append(f"server '{spec.name}' {exc}")
+                continue
+            except TimeoutError:
+                problems.append(f"server '{spec.name}' did not answer within {timeout:g} s")
+                continue
+            except LspError:
+                answered += 1  # an error answer counts as no result (as the reference)
+                continue
+            answered += 1
+            results.extend(found)
+        if not answered and problems:
+            raise Unavailable("; ".join(problems))
+        return results
+
+    async def _request_one(
+        self,
+        spec: ServerSpec,
+        path: str,
+        text: str,
+        operation: str,
+        line: int,
+        character: int,
+        timeout: float,
+    ) -> list[Any]:
+        root = self.root_for(spec, path)
+        for attempt in (1, 2):
+            before = self._clients.get((spec.name, root))
+            client = await self.client(spec, root)
+            try:
+                since = client.last_seq(path)
+                version, sent = await client.sync_document(path, text, _language_id(spec, path))
+                if sent:  # as the reference: let the server check the file first
+                    await client.wait_diagnostics(
+                        path, since=since, version=version, debounce=DIAGNOSTICS_DEBOUNCE,
+                        timeout=DIAGNOSTICS_TIMEOUT,
+                    )
+                return await _operation(client, operation, path, text, line, character,
+                                        timeout)
+            except ServerGone:
+                if attempt == 1 and client is before:
+                    continue  # it had died before this call: start it again, once
+                raise
+        raise AssertionError("unreachable")
+
+    # -- closing ------------------------------------------------------------------------------
+    async def close(self, *, final: bool = True) -> None:
+        """Shut every server down; ``final``: none is started again."""
+        self._closed = self._closed or final
+        for task in list(self._starting.values()):
+            task.cancel()
+        clients, self._clients = list(self._clients.values()), {}
+        await asyncio.gather(*(c.shutdown() for c in clients), return_exceptions=True)
+
+    def close_now(self, timeout: float = CLOSE_TIMEOUT) -> None:
+        """Shut the servers down and wait (at most ``timeout`` seconds): the runtime closes."""
+        if not _LOOP.started:
+            self._closed = True
+            return
+        if _LOOP.in_loop():
+            submit(self.close())
+            return
+        with contextlib.suppress(Exception):
+            submit(self.close()).result(timeout)
+
+    def close_soon(self) -> None:
+        """Shut the servers down in the background (the runtime was collected)."""
+        if _LOOP.started and self._clients:
+            with contextlib.suppress(RuntimeError):
+                submit(self.close())
+
+
+# ---------------------------------------------------------------------------------------------
+# the nine operations
+# ---------------------------------------------------------------------------------------------
+
+#: operation -> (method, the server capability it needs)
+OPERATIONS: dict[str, tuple[str, str]] = {
+    "goToDefinition": ("textDocument/definition", "definitionProvider"),
+    "findReferences": ("textDocument/references", "referencesProvider"),
+    "hover": ("textDocument/hover", "hoverProvider"),
+    "documentSymbol": ("textDocument/documentSymbol", "documentSymbolProvider"),
+    "workspaceSymbol": ("workspace/symbol", "workspaceSymbolProvider"),
+    "goToImplementation": ("textDocument/implementation", "implementationProvider"),
+    "prepareCallHierarchy": ("textDocument/prepareCallHierarchy", "callHierarchyProvider"),
+    "incomingCalls": ("callHierarchy/incomingCalls", "callHierarchyProvider"),
+    "outgoingCalls": ("callHierarchy/outgoingCalls", "callHierarchyProvider"),
+}
+#: symbol kinds workspaceSymbol keeps (class, method, function, interface, variable,
+#: constant, struct, enum) and how many per server, as the reference
+WORKSPACE_SYMBOL_KINDS = frozenset({5, 6, 12, 11, 13, 14, 23, 10})
+WORKSPACE_SYMBOL_LIMIT = 10
+
+
+def _supports(client: LspClient, operation: str) -> bool:
+    method, capability = OPERATIONS[operation]
+    if method.startswith("callHierarchy/"):
+        method = "textDocument/prepareCallHierarchy"
+    return bool(client.capabilities.get(capability)) or method in client.registered
+
+
+async def _operation(
+    client: LspClient,
+    operation: str,
+    path: str,
+    text: str,
+    line: int,
+    character: int,
+    timeout: float,
+) -> list[Any]:
+    if not _supports(client, operation):
+        return []
+    uri = Path(path).as_uri()
+    position = {"textDocument": {"uri": uri}, "position": {"line": line, "character": character}}
+    method = OPERATIONS[operation][0]
+    if operation == "findReferences":
+        params: Any = {**position, "context": {"includeDeclaration": True}}
+    elif operation == "documentSymbol":
+        params = {"textDocument": {"uri": uri}}
+    elif operation == "workspaceSymbol":
+        params = {"query": _word_at(text, line, character)}
+    elif operation in ("incomingCalls", "outgoingCalls"):
+        items = await client.request("textDocument/prepareCallHierarchy", position,
+                                     timeout=timeout)
+        if not items:
+            return []
+        params = {"item": items[0]}
+    else:
+        params = position
+    result = await client.request(method, params, timeout=timeout)
+    if result is None:
+        return []
+    found = result if isinstance(result, list) else [result]
+    found = [item for item in found if item]
+    if operation == "workspaceSymbol":
+        found = [s for s in found if isinstance(s, dict) and s.get("kind") in
+                 WORKSPACE_SYMBOL_KINDS][:WORKSPACE_SYMBOL_LIMIT]
+    return found
+
+
+def _word_at(text: str, line: int, character: int) -> str:
+    """The identifier at a 0-based position ('' when there is none): workspaceSymbol's query."""
+    lines = text.splitlines()
+    if not 0 <= line < len(lines):
+        return ""
+    row = lines[line]
+    if not 0 <= character <= len(row):
+        return ""
+    start = end = min(character, len(row))
+    while start > 0 and (row[start - 1].isalnum() or row[start - 1] == "_"):
+        start -= 1
+    while end < len(row) and (row[end].isalnum() or row[end] == "_"):
+        end += 1
+    return row[start:end]
+
+
+# ---------------------------------------------------------------------------------------------
+# helpers
+# ---------------------------------------------------------------------------------------------
+
+
+def settings_of(config: Any) -> Any:
+    """The ``[lsp]`` section (defaults when absent)."""
+    section = config.section("lsp") if config is not None else None
+    if section is None:
+        from hookcode_tool_lsp._config import LspConfig
+
+        section = LspConfig()
+    return section
+
+
+def _read(path: str, limit: int) -> str | None:
+    """The file's text (None when it cannot be read); TooLarge past ``limit`` bytes."""
+    from hookcode.fileio import read_text
+
+    try:
+        size = os.path.getsize(path)
+    except OSError:
+        return None
+    if size > limit:
+        raise TooLarge(f"{size} bytes, more than [lsp] max_file_bytes = {limit}")
+    try:
+        file = read_text(path)
+    except (OSError, ValueError):
+        return None
+    return file.text if file.exists else None
+
+
+def _extension(path: str) -> str:
+    return os.path.splitext(path)[1].lower()
+
+
+def _normalise_extension(ext: str) -> str:
+    ext = ext.strip().lower()
+    return ext if ext.startswith(".") else "." + ext
+
+
+def _language_id(spec: ServerSpec, path: str) -> str:
+    if spec.language_id:
+        return spec.language_id
+    ext = _extension(path)
+    return LANGUAGE_IDS.get(ext, ext.lstrip(".") or "plaintext")
+
+
+def _reason(exc: Unavailable) -> str:
+    text = str(exc)
+    return text if text.startswith(("could not", "did not", "refused")) else (
+        f"is unavailable: {text}"
+    )
+
+
+def _is_relative_to(path: Path, parent: Path) -> bool:
+    try:
+        path.relative_to(parent)
+    except ValueError:
+        return False
+    return True

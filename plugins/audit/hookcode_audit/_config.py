@@ -1,0 +1,35 @@
+"""The ``[audit]`` config section (imported when the config is validated, never at start-up)."""
+
+from __future__ import annotations
+
+from pydantic import BaseModel, ConfigDict, Field
+
+__all__ = ["AuditConfig"]
+
+
+class AuditConfig(BaseModel):
+    """``[audit]``: the hash-chained log of every tool call and permission decision."""
+
+    model_config = ConfigDict(extra="forbid", defer_build=True)
+
+    enabled: bool = Field(default=True, description="Write the audit log (on by default).")
+    path: str | None = Field(
+        default=None,
+        description="The log file; default <data dir>/audit.jsonl. A relative path is taken "
+        "relative to the data directory; ~ is expanded.",
+    )
+    redact: list[str] = Field(
+        default_factory=list,
+        description="Names of environment variables whose values are scrubbed from every "
+        "record, besides those named like *KEY*, *TOKEN*, *SECRET*, *PASSWORD* and the "
+        "stored credentials.",
+    )
+    fail_closed: bool = Field(
+        default=True,
+        description="Refuse a tool call whose audit record cannot be written (before the tool "
+        "runs). false: run it anyway and only report the failure on stderr.",
+    )
+    max_output: int = Field(
+        default=2000, ge=0, description="Characters of a call's output kept in its record."
+    )
+    fsync: bool = Field(default=False, description="fsync the log after every record.")

@@ -1,0 +1,312 @@
+"""The audit log file: hash-chained JSON lines, appended under a lock, and their verification.
+
+Every line is one JSON object carrying ``seq`` (1, 2, 3, ...) and ``prev``: the SHA-256 (hex) of
+the previous line's exact bytes (without its newline); the first line's ``prev`` is
+:data:`GENESIS`. A writer opens the file with ``O_APPEND``, takes an exclusive ``flock``, reads
+the last line, chains onto it and writes its line with one ``write`` (rolled back with
+``ftruncate`` if the write fails half-way), so processes writing at once interleave whole lines
+and the chain stays valid.
+
+What the chain proves: each line's predecessors are exactly the lines before it. An edited,
+removed, inserted or reordered line breaks it at that point, and so does a cut last line. Lines
+removed from the END, or an edited last line, leave a shorter valid chain: compare the head
+(the hash of the last line, printed by ``verify``) with one kept elsewhere (``--anchor``).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import json
+import os
+import threading
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+__all__ = ["GENESIS", "AuditLog", "Verification", "line_hash", "read_records", "verify"]
+
+#: the ``prev`` of the first record
+GENESIS = "0" * 64
+
+_CHUNK = 8192
+
+
+def line_hash(line: bytes) -> str:
+    """The SHA-256 (hex) of one line's bytes, without its newline."""
+    return hashlib.sha256(line).hexdigest()
+
+
+@contextlib.contextmanager
+def _flock(fd: int, exclusive: bool) -> Iterator[None]:
+    try:
+        import fcntl
+    except ImportError:  # pragma: no cover - not POSIX: O_APPEND alone
+        yield
+        return
+    fcntl.flock(fd, fcntl.LOCK_EX if exclusive else fcntl.LOCK_SH)
+    try:
+        yield
+    finally:
+        fcntl.flock(fd, fcntl.LOCK_UN)
+
+
+def _last_line(fd: int, size: int) -> tuple[bytes | None, bool]:
+    """The last line of the file (without its newline; None for an empty file) and whether the
+    file ends with a newline (False: the last write was cut)."""
+    if size == 0:
+        return None, True
+    end = size
+    last = os.pread(fd, 1, size - 1)
+    complete = last == b"\n"
+    if complete:
+        end -= 1
+    pieces: list[bytes] = []
+    position = end
+    while position > 0:
+        start = max(0, position - _CHUNK)
+        chunk = os.pread(fd, position - start, start)
+        cut = chunk.rfind(b"\n")
+        if cut >= 0:
+            pieces.append(chunk[cut + 1 :])
+            break
+        pieces.append(chunk)
+        position = start
+    return b"".join(reversed(pieces)), complete
+
+
+class AuditLog:
+    """Appends records to one audit file (thread-safe within a process, ``flock`` across)."""
+
+    def __init__(self, path: Path, *, fsync: bool = False) -> None:
+        self.path = path
+        self.fsync = fsync
+        self._lock = threading.Lock()
+
+    def append(self, record: dict[str, Any]) -> str:
+        """Write ``record`` with its ``seq`` and ``prev``; returns the line written. Raises
+        OSError when the file cannot be written (nothing of the line is left behind)."""
+        with self._lock:
+            self.path.parent.mkdir(parents=True, exist_ok=True)
+            flags = os.O_RDWR | os.O_APPEND | os.O_CREAT | getattr(os, "O_CLOEXEC", 0)
+            fd = os.open(self.path, flags, 0o600)
+            try:
+                with _flock(fd, exclusive=True):
+                    size = os.fstat(fd).st_size
+                    last, complete = _last_line(fd, size)
+                    prev, seq = GENESIS, 1
+                    if last is not None:
+                        prev = line_hash(last)
+                        seq = _seq_of(last) + 1
+                    line = json.dumps(
+                        {"seq": seq, **record, "prev": prev},
+                        ensure_ascii=False,
+                        separators=(",", ":"),
+                        default=str,
+                    )
+                    # a cut last line stays as it is (verify reports it); we start a new line
+                    data = (b"" if complete else b"\n") + line.encode("utf-8") + b"\n"
+                    try:
+                        view = memoryview(data)
+                        while view:
+                            written = os.write(fd, view)
+                            view = view[written:]
+                        if self.fsync:
+                            os.fsync(fd)
+                    except OSError:
+                        with contextlib.suppress(OSError):
+                            os.ftruncate(fd, size)  # we hold the lock: nobody wrote after us
+                        raise
+            finally:
+                os.close(fd)
+        return line
+
+
+def _seq_of(line: bytes) -> int:
+    """The ``seq`` of a line; 0 when it has none (a damaged line: the chain goes on from it)."""
+    try:
+        value = json.loads(line)
+    except ValueError:
+        return 0
+    seq = value.get("seq") if isinstance(value, dict) else None
+    return seq if isinstance(seq, int) and not isinstance(seq, bool) else 0
+
+
+# ---------------------------------------------------------------------------------------------
+# reading and verifying
+# ---------------------------------------------------------------------------------------------
+
+
+def _read_locked(path: Path) -> bytes:
+    """The whole file, read under a shared lock (so no half-written line is seen)."""
+    fd = os.open(path, os.O_RDONLY | getattr(os, "O_CLOEXEC", 0))
+    try:
+        with _flock(fd, exclusive=False):
+            chunks = []
+            while chunk := os.read(fd, 1 << 20):
+                chunks.append(chunk)
+            return b"".join(chunks)
+    finally:
+        os.close(fd)
+
+
+def read_records(path: Path) -> list[dict[str, Any]]:
+    """Every record that parses (damaged lines are skipped; ``verify`` reports them)."""
+    out = []
+    for line in _read_locked(path).split(b"\n"):
+        with contextlib.suppress(ValueError):
+            value = json.loads(line)
+            if isinstance(value, dict):
+                out.append(value)
+    return out
+
+
+@dataclass
+class Verification:
+    """The result of :func:`verify`: ok, or the first broken line and why."""
+
+    path: str
+    ok: bool
+    records: int = 0
+    head: str | None = None  # the hash of the last line: an anchor to keep elsewhere
+    line: int | None = None  # the first broken line (1-based)
+    error: str | None = None
+    anchor_found: bool | None = None
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "path": self.path,
+            "ok": self.ok,
+            "records": self.records,
+            "head": self.head,
+            "line": self.line,
+            "error": self.error,
+            "anchor_found": self.anchor_found,
+        }
+
+
+@dataclass
+class _Line:
+    number: int
+    seq: int | None
+
+
+def verify(path: Path, *, anchor: str | None = None) -> Verification:
+    """Check the chain of ``path``: the first broken line and why (edited, removed, inserted,
+    reordered, cut, not JSON). ``anchor``: the hash of a record that must still be in the log
+    (a ``head`` printed by an earlier verify), which catches lines removed from the end."""
+    where = str(path)
+    try:
+        data = _read_locked(path)
+    except FileNotFoundError:
+        return Verification(
+            where, False, error=f"no audit log at {path} (nothing recorded yet, or removed)"
+        )
+    except OSError as exc:
+        return Verification(where, False, error=f"cannot read {path}: {exc.strerror or exc}")
+    if not data:
+        if anchor is None:
+            return Verification(where, True)
+        return Verification(
+            where, False, error="the log is empty: the anchor record is missing", anchor_found=False
+        )
+    raw_lines = data.split(b"\n")
+    cut = raw_lines[-1] != b""  # the file does not end with a newline
+    if not cut:
+        raw_lines.pop()
+    expected = GENESIS
+    previous: _Line | None = None
+    hashes = [line_hash(raw) for raw in raw_lines]
+    everywhere: dict[str, int] = {}  # every line's hash -> its line number (for reorderings)
+    for number, digest in enumerate(hashes, 1):
+        everywhere.setdefault(digest, number)
+    seen: dict[str, int] = {}  # line hash -> line number
+    count = 0
+
+    def broken(number: int, why: str) -> Verification:
+        return Verification(where, False, records=count, line=number, error=f"line {number}: {why}")
+
+    for number, raw in enumerate(raw_lines, 1):
+        if cut and number == len(raw_lines):
+            return broken(
+                number,
+                "truncated: the last line is cut off (no newline at the end of the file); "
+                "a write was interrupted or the file was cut",
+            )
+        try:
+            record = json.loads(raw)
+        except ValueError:
+            return broken(number, "not valid JSON: the line was edited or damaged")
+        if not isinstance(record, dict) or not isinstance(record.get("prev"), str):
+            return broken(number, "not an audit record (no 'prev' field): the line was edited")
+        seq = record.get("seq")
+        seq = seq if isinstance(seq, int) and not isinstance(seq, bool) else None
+        prev = record["prev"]
+        if prev != expected:
+            if previous is None:
+                if seq is not None and seq > 1:
+                    return broken(
+                        number,
+                        f"records removed from the start of the log (the first record has seq "
+                        f"{seq}, not 1)",
+                    )
+                return broken(number, "edited: its 'prev' is not the chain's genesis value")
+            if prev in seen:
+                return broken(
+                    number,
+                    f"out of order: it follows line {seen[prev]}, not line {previous.number} "
+                    "(lines were reordered or inserted)",
+                )
+            later = everywhere.get(prev)
+            if later is not None and later > number:
+                return broken(
+                    number,
+                    f"out of order: it follows line {later}, which comes after it (lines were "
+                    "reordered)",
+                )
+            if seq is not None and previous.seq is not None:
+                if seq == previous.seq + 1:
+                    return broken(
+                        previous.number,
+                        f"edited: its SHA-256 no longer matches the 'prev' recorded by line "
+                        f"{number}",
+                    )
+                if seq > previous.seq + 1:
+                    missing = seq - previous.seq - 1
+                    return broken(
+                        number,
+                        f"{missing} record(s) removed before it (seq jumps from {previous.seq} "
+                        f"to {seq})",
+                    )
+                return broken(
+                    number,
+                    f"out of order: seq {seq} after seq {previous.seq} (lines were reordered)",
+                )
+            return broken(
+                number,
+                f"its 'prev' does not match line {previous.number}: that line was edited, or "
+                "records between them were removed",
+            )
+        if (
+            seq is not None
+            and previous is not None
+            and previous.seq is not None
+            and seq != previous.seq + 1
+        ):
+            return broken(number, f"edited: seq {seq} does not follow {previous.seq}")
+        digest = hashes[number - 1]
+        seen.setdefault(digest, number)
+        expected = digest
+        previous = _Line(number, seq)
+        count += 1
+    result = Verification(where, True, records=count, head=expected)
+    if anchor is not None:
+        result.anchor_found = anchor in seen
+        if not result.anchor_found:
+            result.ok = False
+            result.error = (
+                f"the anchor record {anchor[:16]}... is not in the log: it was edited or "
+                "removed (lines removed from the end leave a valid but shorter chain)"
+            )
+    return result

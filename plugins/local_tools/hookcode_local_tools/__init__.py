@@ -1,0 +1,40 @@
+"""local_tools: Python files that become tools without packaging.
+
+Every ``*.py`` file in these directories is imported when the tool registry is built, and
+each function in it decorated with :func:`hookcode.tool` becomes a tool:
+
+1. ``<user config dir>/{tool,tools}/`` (``~/.config/hookcode``, ``$XDG_CONFIG_HOME/hookcode``
+   or ``$HOOKCODE_CONFIG_DIR``, as for ``config.toml``);
+2. ``.hookcode/tool/`` and ``.hookcode/tools/`` in every directory from the git root down to
+   the working directory.
+
+A file with exactly one tool names it after the file (``wordcount.py`` -> ``wordcount``); a
+file with several names each ``<file>_<function>`` (the reference's rule). Later files win a
+name clash (the directory nearest the working directory last), and local tools register after
+every packaged tool (``trylast``), so a local ``read`` replaces the built-in one and
+``hookcode tools list`` shows what it shadows. A file that fails to import is reported on
+stderr (one line naming it) and skipped; the other files still load.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from hookcode import hookimpl
+
+if TYPE_CHECKING:
+    from hookcode.tools import Tool
+
+__all__ = ["tool"]
+
+
+@hookimpl(trylast=True)
+def tool() -> list[Tool]:
+    from hookcode.plugins import current_runtime
+
+    runtime = current_runtime()
+    if runtime is None:  # plugins not owned by a runtime: no project to look in
+        return []
+    from hookcode_local_tools.loader import load_tools
+
+    return load_tools(runtime.cwd, runtime.worktree, runtime.env, warn=runtime.plugins.warn)

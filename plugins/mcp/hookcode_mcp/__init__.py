@@ -1,0 +1,145 @@
+"""MCP client: every tool of every configured MCP server becomes a hookcode tool.
+
+Config (``[mcp.NAME]``, reference agent-loop.md §11)::
+
+    [mcp.time]
+    type = "local"
+    command = ["python", "-m", "mcp_server_time", "--local-timezone", "UTC"]
+    environment = { TZ = "UTC" }
+    timeout = 30000            # ms: connect and tools/list, and each call
+
+    [mcp.docs]
+    type = "remote"
+    url = "http://127.0.0.1:8766/mcp"
+    headers = { Authorization = "Bearer abc" }
+
+* Tools are named ``<server>_<tool>`` (characters outside ``[a-zA-Z0-9_-]`` become ``_``),
+  with the server's JSON schema (forced to an object without extra properties). They go
+  through ``invoke`` like any tool and ask permission ``<server>_<tool>`` (patterns and
+  "always" ``["*"]``); by default they ask (a plugin default rule ``"<server>_*"`` = ask), so
+  ``[permission] "time_*" = "allow"`` decides otherwise.
+* An MCP tool never replaces another tool: a clash is skipped and reported.
+* Servers start on first need (when the tool registry is built), in parallel, each within its
+  ``timeout``; one that fails is reported (``hookcode mcp list``) and the others work.
+* Results: text parts joined by a blank line, images and binary resources as attachments,
+  ``isError`` as an error result; ``notifications/tools/list_changed`` refreshes the list.
+
+Only the standard library and hookcode are imported here: pydantic, jsonschema and the
+``mcp`` SDK are imported when a server is configured.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import TYPE_CHECKING, Any
+
+from hookcode import hookimpl
+from hookcode.plugins import current_runtime
+
+if TYPE_CHECKING:
+    import typer
+    from hookcode.permission import Rule
+    from hookcode.runtime import Runtime
+
+    from hookcode_mcp._client import Manager
+
+__all__ = ["apply_pending", "close", "manager", "status"]
+
+_UNSAFE = re.compile(r"[^a-zA-Z0-9_-]")
+
+
+def _configured(config: Any) -> list[str]:
+    """The names of the ``[mcp.NAME]`` sections, in config order."""
+    sections = getattr(config, "sections", {}) or {}
+    return [key[len("mcp.") :] for key in sections if key.startswith("mcp.")]
+
+
+def manager(runtime: Runtime) -> Manager:
+    """The MCP manager of a runtime (servers, their status and tools)."""
+    from hookcode_mcp._client import manager_for
+
+    return manager_for(runtime)
+
+
+def status(runtime: Runtime) -> list[dict[str, Any]]:
+    """Each configured server: name, type, status (connected, disabled, failed,
+    needs_auth), error, and its tools (starting the servers if needed)."""
+    if not _configured(runtime.config):
+        return []
+    return manager(runtime).status()
+
+
+def apply_pending(runtime: Runtime) -> list[str]:
+    """Register the tools of servers that re-listed theirs (``tools/list_changed``) now;
+    returns the names that changed. Done at every model request and MCP call anyway."""
+    if not _configured(runtime.config):
+        return []
+    return manager(runtime).apply_pending()
+
+
+def close(runtime: Runtime) -> None:
+    """Stop the sessions (and server processes) of a runtime; they also stop at exit."""
+    if _configured(runtime.config):
+        manager(runtime).close()
+
+
+# ---------------------------------------------------------------------------------------------
+# hooks
+# ---------------------------------------------------------------------------------------------
+
+
+@hookimpl
+def config_schema() -> dict[str, Any]:
+    from hookcode_mcp._config import McpServerConfig
+
+    return {"mcp.*": McpServerConfig}
+
+
+@hookimpl
+def tool() -> list[Any]:
+    runtime = current_runtime()
+    if runtime is None or not _configured(runtime.config):
+        return []  # nothing configured: no thread, no SDK import
+    return manager(runtime).tools()
+
+
+@hookimpl
+def permission_defaults(agent: Any, config: Any) -> list[Rule]:
+    """MCP tools ask by default (MCP's own guidance); the user's rules override this."""
+    from hookcode.permission import Rule
+
+    return [
+        Rule(f"{_UNSAFE.sub('_', name)}_*", "*", "ask", "plugin:mcp")
+        for name in _configured(config)
+    ]
+
+
+@hookimpl
+def chat_message(message: Any, session: Any) -> None:
+    _apply_here()
+
+
+@hookimpl
+def system_prompt(parts: list[str], session: Any, agent: Any, model: str) -> None:
+    _apply_here()
+
+
+def _apply_here() -> None:
+    """Before a model request: take re-listed tools into the registry (on the runtime's own
+    thread: the registry is never touched from the MCP loop)."""
+    import sys
+
+    runtime = current_runtime()
+    client = sys.modules.get("hookcode_mcp._client")
+    if runtime is None or client is None:  # no server was ever started otherwise
+        return
+    found = client._MANAGERS.get(runtime)
+    if found is not None:
+        found.apply_pending()
+
+
+@hookimpl
+def cli(app: typer.Typer) -> None:
+    from hookcode_mcp._cli import register
+
+    register(app)

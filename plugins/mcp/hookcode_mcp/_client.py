@@ -1,0 +1,653 @@
+"""MCP sessions on a background event loop.
+
+The CLI runs one ``asyncio.run`` per command and the agent loop may run several, so the MCP
+sessions cannot live on the caller's loop: one daemon thread runs an event loop that owns
+every session of every runtime in this process. Each server has one task that enters the
+transport and the ``ClientSession`` and stays inside them until the server is closed (anyio's
+cancel scopes must be left by the task that entered them). Tool calls reach that loop with
+``run_coroutine_threadsafe``; the sessions are closed at exit (``atexit``) or by
+:meth:`Manager.close`.
+
+The ``mcp`` SDK is imported here, and this module only when a server is configured.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import atexit
+import concurrent.futures
+import contextlib
+import threading
+import time
+import weakref
+from collections.abc import Callable, Coroutine
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, TypeVar
+
+from hookcode.errors import ToolError, ToolTimeout
+
+if TYPE_CHECKING:
+    from hookcode.runtime import Runtime
+
+    from hookcode_mcp._config import McpServerConfig
+    from hookcode_mcp._tool import McpTool
+
+__all__ = ["Manager", "Server", "close_all", "manager_for"]
+
+T = TypeVar("T")
+#: pages of tools/list followed before giving up (a paginator that never ends)
+MAX_PAGES = 100
+#: seconds ``close`` waits for the sessions to wind down
+CLOSE_TIMEOUT = 5.0
+#: stderr lines of a failed local server quoted in its error
+STDERR_LINES = 5
+
+
+# ---------------------------------------------------------------------------------------------
+# the background loop
+# ---------------------------------------------------------------------------------------------
+
+
+class _Loop:
+    """One event loop in a daemon thread, started on first use."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self._thread: threading.Thread | None = None
+
+    @property
+    def loop(self) -> asyncio.AbstractEventLoop:
+        with self._lock:
+            if self._loop is None or self._thread is None or not self._thread.is_alive():
+                loop = asyncio.new_event_loop()
+                ready = threading.Event()
+
+                def run() -> None:
+                    asyncio.set_event_loop(loop)
+                    loop.call_soon(ready.set)
+                    loop.run_forever()
+
+                thread = threading.Thread(target=run, name="hookcode-mcp", daemon=True)
+                thread.start()
+                ready.wait()
+                self._loop, self._thread = loop, thread
+            return self._loop
+
+    def submit(self, coro: Coroutine[Any, Any, T]) -> concurrent.futures.Future[T]:
+        return asyncio.run_coroutine_threadsafe(coro, self.loop)
+
+    def in_loop(self) -> bool:
+        return self._thread is not None and threading.current_thread() is self._thread
+
+
+_LOOP = _Loop()
+_MANAGERS: weakref.WeakKeyDictionary[Any, Manager] = weakref.WeakKeyDictionary()
+_MANAGERS_LOCK = threading.Lock()
+_ALL: weakref.WeakSet[Manager] = weakref.WeakSet()
+
+
+def manager_for(runtime: Runtime) -> Manager:
+    """The MCP manager of ``runtime`` (one per runtime, created on first use)."""
+    with _MANAGERS_LOCK:
+        manager = _MANAGERS.get(runtime)
+        if manager is None:
+            manager = _MANAGERS[runtime] = Manager(runtime)
+            _ALL.add(manager)
+            # a runtime dropped without hookcode_mcp.close(): its sessions go with it
+            weakref.finalize(runtime, manager.close, False)
+        return manager
+
+
+def close_all() -> None:
+    """Close every session of every runtime (registered with ``atexit``)."""
+    for manager in list(_ALL):
+        manager.close()
+
+
+atexit.register(close_all)
+
+
+# ---------------------------------------------------------------------------------------------
+# one server
+# ---------------------------------------------------------------------------------------------
+
+
+@dataclass
+class Server:
+    """One configured server: its state, its session, its tools."""
+
+    name: str
+    config: McpServerConfig
+    manager: Manager
+    status: str = "pending"  # pending, connected, disabled, failed, needs_auth
+    error: str | None = None
+    transport: str | None = None
+    server_info: dict[str, Any] | None = None
+    tools: list[McpTool] = field(default_factory=list)
+    session: Any = None
+    started: float | None = None
+    _stop: asyncio.Event | None = None
+    _task: asyncio.Task[None] | None = None
+    _ready: threading.Event = field(default_factory=threading.Event)
+    _connect_failure: BaseException | None = None
+    _connect_scope: Any = None
+    _log_path: Path | None = None
+    _log_offset: int = 0
+
+    @property
+    def timeout(self) -> float:
+        return self.config.timeout / 1000.0
+
+    def to_dict(self) -> dict[str, Any]:
+        from hookcode.tools import _NAME_RE
+
+        registry = self.manager.registry_names() or {}
+        tools = []
+        for tool in self.tools:
+            holder = registry.get(tool.name)
+            skipped = None
+            if not _NAME_RE.match(tool.name):
+                skipped = "not a valid tool name (letters, digits, '_' and '-', at most 64)"
+            elif holder is not None and holder is not tool:
+                skipped = f"the name is taken by plugin {getattr(holder, 'plugin', None)!r}"
+            tools.append(
+                {
+                    "name": tool.name,
+                    "tool": tool.remote_name,
+                    "registered": skipped is None,
+                    "skipped": skipped,
+                }
+            )
+        return {
+            "name": self.name,
+            "type": self.config.kind,
+            "status": self.status,
+            "error": self.error,
+            "transport": self.transport,
+            "server": self.server_info,
+            "tools": tools,
+        }
+
+    # -- on the background loop ---------------------------------------------------------------
+    async def run(self) -> None:
+        """Connect, list the tools, then hold the session open until stopped.
+
+        Only the awaits that enter no context (initialize, tools/list) run under the
+        timeout: anyio's scopes must be left in the order they were entered."""
+        import anyio
+
+        self._stop = asyncio.Event()
+        self.started = time.monotonic()
+        try:
+            async with contextlib.AsyncExitStack() as stack:
+                try:
+                    session = await self._connect(stack)
+                    with anyio.CancelScope() as scope:
+                        self._connect_scope = scope
+                        with anyio.fail_after(self.timeout):
+                            await session.initialize()
+                            self.session = session
+                            self.tools = await self._list_tools()
+                    self._connect_scope = None
+                    if self._connect_failure is not None:
+                        raise self._connect_failure
+                    if scope.cancelled_caught:
+                        raise RuntimeError("connection cancelled")
+                    info = session.server_info
+                    if info is not None:
+                        self.server_info = {"name": info.name, "version": info.version}
+                except Exception as exc:
+                    # known at once; the transport winds down (and the process is reaped)
+                    # after the caller has moved on
+                    self._connect_scope = None
+                    self.session, self.tools = None, []
+                    self._fail(exc)
+                    self._ready.set()
+                    return
+                self.status, self.error = "connected", None
+                self._ready.set()
+                await self._stop.wait()
+        except Exception as exc:
+            if self.status == "connected":
+                self.status, self.error = "failed", f"connection lost: {_describe(exc)}"
+            elif self.status == "pending":
+                self._fail(exc)
+        finally:
+            self.session = None
+            self._ready.set()
+
+    def _fail(self, exc: BaseException) -> None:
+        status, message = "failed", _describe(exc)
+        if self.config.kind == "local" and message.lower().startswith("connection closed"):
+            message = "the server exited (or closed its output) before answering initialize"
+        if isinstance(exc, TimeoutError):
+            message = (
+                f"timed out after {self.config.timeout} ms (connecting and listing tools; "
+                f"raise [mcp.{self.name}] timeout if the server is slow to start)"
+            )
+        code = _http_status(exc)
+        if code == 401:
+            status = "needs_auth"
+            message = (
+                "the server requires authorization (HTTP 401); set headers = "
+                '{ Authorization = "Bearer ..." } (an OAuth login is not supported yet)'
+            )
+        tail = self._stderr_tail()
+        if tail:
+            message += f"; stderr: {tail}"
+        self.status, self.error = status, message
+
+    async def _connect(self, stack: contextlib.AsyncExitStack) -> Any:
+        from mcp import types
+        from mcp.client.session import ClientSession
+
+        if self.config.kind == "local":
+            read, write = await self._local(stack)
+        else:
+            read, write = await self._remote(stack)
+        from hookcode import __version__
+
+        session = ClientSession(
+            read,
+            write,
+            message_handler=self._on_message,
+            client_info=types.Implementation(name="hookcode", version=__version__),
+        )
+        return await stack.enter_async_context(session)
+
+    async def _local(self, stack: contextlib.AsyncExitStack) -> Any:
+        from mcp.client.stdio import StdioServerParameters, stdio_client
+
+        command = list(self.config.command or [])
+        env = {**self.manager.env, **self.config.environment}
+        params = StdioServerParameters(
+            command=command[0], args=command[1:], env=env, cwd=str(self.manager.cwd)
+        )
+        errlog = self._open_log()
+        stack.callback(errlog.close)
+        self.transport = "stdio"
+        return await stack.enter_async_context(stdio_client(params, errlog=errlog))
+
+    async def _remote(self, stack: contextlib.AsyncExitStack) -> Any:
+        """Streamable HTTP; when that fails (other than unauthorised), SSE."""
+        from mcp.client.sse import sse_client
+        from mcp.client.streamable_http import streamable_http_client
+        from mcp.shared._httpx_utils import create_mcp_http_client
+
+        url = str(self.config.url)
+        headers = dict(self.config.headers)
+        http = await stack.enter_async_context(create_mcp_http_client(headers=headers))
+        import anyio
+
+        with anyio.fail_after(self.timeout):
+            probe = await _probe_streamable(http, url, self.timeout)
+        if probe is None or probe == 401:
+            if probe == 401:
+                raise _HttpStatus(401)
+            self.transport = "streamable-http"
+            return await stack.enter_async_context(streamable_http_client(url, http_client=http))
+        self.transport = "sse"
+        try:
+            return await stack.enter_async_context(
+                sse_client(url, headers=headers, timeout=self.timeout)
+            )
+        except Exception as exc:
+            raise RuntimeError(
+                f"neither streamable HTTP (HTTP {probe}) nor SSE ({_describe(exc)}) "
+                f"answered at {url}"
+            ) from exc
+
+    async def _on_message(self, message: Any) -> None:
+        from mcp import types
+
+        if isinstance(message, Exception):
+            if self.status != "connected" and self._connect_scope is not None:
+                self._connect_failure = RuntimeError(
+                    f"the server sent malformed JSON-RPC: {_describe_parse_error(message)}"
+                )
+                self._connect_scope.cancel()
+            return
+        if isinstance(message, types.ToolListChangedNotification):
+            asyncio.get_running_loop().create_task(self._refresh())
+
+    async def _refresh(self) -> None:
+        """``notifications/tools/list_changed``: list again; the registry takes the new
+        list at its next safe point (:meth:`Manager.apply_pending`)."""
+        try:
+            tools = await asyncio.wait_for(self._list_tools(), self.timeout)
+        except Exception as exc:
+            self.manager.warn(
+                f"MCP server {self.name!r}: re-listing tools failed: {_describe(exc)}"
+            )
+            return
+        self.manager.changed(self, tools)
+
+    async def _list_tools(self) -> list[McpTool]:
+        from mcp import types
+
+        from hookcode_mcp._tool import McpTool
+
+        found: list[Any] = []
+        cursor: str | None = None
+        for _ in range(MAX_PAGES):
+            params = types.PaginatedRequestParams(cursor=cursor) if cursor else None
+            page = await self.session.list_tools(params=params)
+            found.extend(page.tools)
+            cursor = page.next_cursor
+            if not cursor:
+                break
+        return [McpTool(self, remote) for remote in found]
+
+    async def _call(self, name: str, args: dict[str, Any]) -> Any:
+        """tools/call; the timeout restarts with every progress notification."""
+        session = self.session
+        if session is None:
+            raise ToolError(
+                f"MCP server {self.name!r} is not connected ({self.status}: "
+                f"{self.error or 'no session'})"
+            )
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + self.timeout
+
+        async def on_progress(progress: float, total: float | None, message: str | None) -> None:
+            nonlocal deadline
+            deadline = loop.time() + self.timeout
+
+        task = asyncio.ensure_future(session.call_tool(name, args, progress_callback=on_progress))
+        try:
+            while True:
+                done, _ = await asyncio.wait({task}, timeout=max(deadline - loop.time(), 0))
+                if task in done:
+                    return task.result()
+                if loop.time() >= deadline:
+                    task.cancel()
+                    with contextlib.suppress(BaseException):
+                        await task
+                    raise ToolTimeout(
+                        f"MCP server {self.name!r} did not answer {name!r} within "
+                        f"{self.config.timeout} ms"
+                    )
+        finally:
+            if not task.done():
+                task.cancel()
+
+    async def stop(self) -> None:
+        if self._stop is not None:
+            self._stop.set()
+        task = self._task
+        if task is not None and not task.done():
+            try:
+                await asyncio.wait_for(asyncio.shield(task), CLOSE_TIMEOUT)
+            except (TimeoutError, asyncio.CancelledError):
+                task.cancel()
+        if self.status in ("connected", "pending"):
+            self.status = "closed"
+
+    # -- from any thread ----------------------------------------------------------------------
+    async def call(self, name: str, args: dict[str, Any]) -> Any:
+        """Call a tool from the caller's event loop (the session lives on the MCP loop)."""
+        future = _LOOP.submit(self._call(name, args))
+        try:
+            return await asyncio.wrap_future(future)
+        except ToolError:
+            raise
+        except Exception as exc:
+            raise ToolError(f"MCP server {self.name!r}: {name}: {_describe(exc)}") from exc
+
+    # -- the server's stderr ------------------------------------------------------------------
+    def _open_log(self) -> Any:
+        directory = self.manager.log_dir
+        directory.mkdir(parents=True, exist_ok=True)
+        self._log_path = directory / f"mcp-{_safe(self.name)}.log"
+        handle = open(self._log_path, "a", encoding="utf-8", errors="replace")  # noqa: SIM115
+        handle.write(f"--- {time.strftime('%Y-%m-%d %H:%M:%S')} {self.config.command}\n")
+        handle.flush()
+        self._log_offset = handle.tell()
+        return handle
+
+    def _stderr_tail(self) -> str:
+        if self._log_path is None:
+            return ""
+        try:
+            with open(self._log_path, encoding="utf-8", errors="replace") as handle:
+                handle.seek(self._log_offset)
+                lines = [line.rstrip() for line in handle.read().splitlines() if line.strip()]
+        except OSError:
+            return ""
+        return " | ".join(lines[-STDERR_LINES:])
+
+
+# ---------------------------------------------------------------------------------------------
+# every server of one runtime
+# ---------------------------------------------------------------------------------------------
+
+
+class Manager:
+    """The servers of one runtime: started together on first need, in parallel."""
+
+    def __init__(self, runtime: Runtime) -> None:
+        import logging
+
+        from hookcode_mcp._config import McpServerConfig
+
+        # the SDK logs what it reports through us (a line that is not JSON-RPC, with its
+        # traceback); without a handler Python would print that on stderr
+        sdk_logger = logging.getLogger("mcp")
+        if not sdk_logger.handlers:
+            sdk_logger.addHandler(logging.NullHandler())
+
+        self._runtime = weakref.ref(runtime)
+        self.cwd = runtime.cwd
+        self.env = dict(runtime.env)
+        self.log_dir = runtime.data_dir / "log"
+        self._warn: Callable[[str], None] = runtime.plugins.warn
+        self.servers: dict[str, Server] = {}
+        for key, section in runtime.config.sections.items():
+            if key.startswith("mcp.") and isinstance(section, McpServerConfig):
+                name = key[len("mcp.") :]
+                self.servers[name] = Server(name, section, self)
+        self._lock = threading.Lock()
+        self._started = False
+        self._pending: dict[str, list[McpTool]] = {}
+        self._pending_lock = threading.Lock()
+        self.closed = False
+        #: the thread that started the servers: the registry's own thread
+        self.thread: int | None = None
+
+    def warn(self, line: str) -> None:
+        self._warn(line)
+
+    # -- starting -----------------------------------------------------------------------------
+    def start(self) -> None:
+        """Start every enabled server in parallel and wait until each is connected or has
+        failed (each within its own ``timeout``); idempotent."""
+        with self._lock:
+            if self._started or self.closed:
+                return
+            self._started = True
+            self.thread = threading.get_ident()
+            enabled = []
+            for server in self.servers.values():
+                if not server.config.enabled:
+                    server.status = "disabled"
+                    server._ready.set()
+                    continue
+                enabled.append(server)
+            if not enabled:
+                return
+            if _LOOP.in_loop():  # pragma: no cover - never called from the MCP loop itself
+                raise RuntimeError("MCP servers cannot be started from the MCP loop")
+            loop = _LOOP.loop
+            for server in enabled:
+                loop.call_soon_threadsafe(self._spawn, server)
+            for server in enabled:
+                # the server's own timeout bounds each phase of its connect (an SSE server
+                # has two: the probe, then the stream); this wait only guards against a bug
+                if not server._ready.wait(2 * server.timeout + 5.0):
+                    server.status = "failed"
+                    server.error = f"timed out after {server.config.timeout} ms"
+            for server in enabled:
+                if server.status in ("failed", "needs_auth"):
+                    self.warn(f"MCP server {server.name!r} failed: {server.error}")
+
+    def _spawn(self, server: Server) -> None:
+        server._task = asyncio.get_running_loop().create_task(server.run())
+
+    def tools(self) -> list[McpTool]:
+        self.start()
+        return [tool for server in self.servers.values() for tool in server.tools]
+
+    def status(self) -> list[dict[str, Any]]:
+        self.start()
+        return [server.to_dict() for server in self.servers.values()]
+
+    def registry_names(self) -> dict[str, Any] | None:
+        runtime = self._runtime()
+        if runtime is None:
+            return None
+        return {name: entry.tool for name, entry in runtime.registry.entries.items()}
+
+    # -- tools/list_changed -------------------------------------------------------------------
+    def changed(self, server: Server, tools: list[McpTool]) -> None:
+        """Called on the MCP loop: remember the new list for :meth:`apply_pending`."""
+        with self._pending_lock:
+            self._pending[server.name] = tools
+
+    def apply_pending(self) -> list[str]:
+        """Bring the registry up to date with re-listed servers; returns the changed tool
+        names. Called from the runtime's own thread at safe points (before a model request,
+        before an MCP call), never from the MCP loop: the registry is not thread-safe."""
+        with self._pending_lock:
+            pending, self._pending = self._pending, {}
+        runtime = self._runtime()
+        if not pending or runtime is None:
+            return []
+        registry = runtime.registry
+        changed: list[str] = []
+        for name, tools in pending.items():
+            server = self.servers[name]
+            old = {tool.name: tool for tool in server.tools}
+            new = {tool.name: tool for tool in tools}
+            server.tools = tools
+            for tool_name, tool in old.items():
+                entry = registry.get(tool_name)
+                if entry is not None and entry.tool is tool:
+                    registry.unregister(tool_name)
+                    if tool_name not in new:
+                        changed.append(tool_name)
+            for tool_name, tool in new.items():
+                registry.register(tool, "mcp")
+                if tool_name not in old:
+                    changed.append(tool_name)
+            runtime.events.publish(
+                "mcp.tools.changed",
+                server=name,
+                tools=sorted(new),
+                added=sorted(set(new) - set(old)),
+                removed=sorted(set(old) - set(new)),
+            )
+        return changed
+
+    # -- closing ------------------------------------------------------------------------------
+    def close(self, wait: bool = True) -> None:
+        """Stop every session (and its server process); safe to call twice. ``wait=False``
+        only asks the MCP loop to stop them (a finalizer must not block)."""
+        with self._lock:
+            if self.closed:
+                return
+            self.closed = True
+        running = [s for s in self.servers.values() if s._task is not None]
+        if not running or _LOOP._loop is None or not _LOOP._loop.is_running():
+            return
+
+        async def stop_all() -> None:
+            await asyncio.gather(*(s.stop() for s in running), return_exceptions=True)
+
+        future = _LOOP.submit(stop_all())
+        if wait and not _LOOP.in_loop():
+            with contextlib.suppress(Exception):
+                future.result(CLOSE_TIMEOUT + 1.0)
+
+
+# ---------------------------------------------------------------------------------------------
+# helpers
+# ---------------------------------------------------------------------------------------------
+
+
+class _HttpStatus(Exception):
+    def __init__(self, code: int) -> None:
+        super().__init__(f"HTTP {code}")
+        self.status_code = code
+
+
+async def _probe_streamable(http: Any, url: str, timeout: float) -> int | None:
+    """None when ``url`` speaks streamable HTTP (or we cannot tell: let the SDK try); else
+    the HTTP status that says it does not (404/405: an SSE-only server) or 401."""
+    import httpx2
+
+    body = {"jsonrpc": "2.0", "id": 0, "method": "ping"}
+    headers = {"Accept": "application/json, text/event-stream", "Content-Type": "application/json"}
+    try:
+        response = await http.post(url, json=body, headers=headers, timeout=timeout)
+    except httpx2.HTTPError:
+        return None
+    await response.aclose()
+    if response.status_code in (401, 404, 405):
+        return response.status_code
+    return None
+
+
+def _http_status(exc: BaseException) -> int | None:
+    for error in _leaves(exc):
+        code = getattr(error, "status_code", None)
+        if code is None:
+            response = getattr(error, "response", None)
+            code = getattr(response, "status_code", None)
+        if isinstance(code, int):
+            return code
+    return None
+
+
+def _leaves(exc: BaseException) -> list[BaseException]:
+    if isinstance(exc, BaseExceptionGroup):
+        out: list[BaseException] = []
+        for inner in exc.exceptions:
+            out += _leaves(inner)
+        return out
+    return [exc]
+
+
+def _describe(exc: BaseException) -> str:
+    """One line naming what went wrong (exception groups unwrapped)."""
+    leaves = [e for e in _leaves(exc) if not isinstance(e, asyncio.CancelledError)] or [exc]
+    parts = []
+    for error in leaves:
+        text = " ".join(str(error).split())
+        if isinstance(error, FileNotFoundError) and error.filename:
+            text = f"command not found: {error.filename}"
+        name = type(error).__name__
+        if not text:
+            text = name
+        elif name not in ("RuntimeError", "Exception", "MCPError") and not text.startswith(name):
+            text = f"{name}: {text}"
+        if text not in parts:
+            parts.append(text)
+    return "; ".join(parts)
+
+
+def _describe_parse_error(exc: BaseException) -> str:
+    """A line the server wrote that is not JSON-RPC: what is wrong, and how it starts."""
+    if hasattr(exc, "errors"):  # a pydantic ValidationError
+        try:
+            first: Any = exc.errors()[0]  # type: ignore[attr-defined]
+            text = str(first.get("input", ""))
+            return f"{first.get('msg', 'invalid message')} in {text[:80]!r}"
+        except Exception:
+            pass
+    return _describe(exc)
+
+
+def _safe(name: str) -> str:
+    return "".join(c if c.isalnum() or c in "-_." else "_" for c in name)

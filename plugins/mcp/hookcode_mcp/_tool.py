@@ -1,0 +1,237 @@
+"""An MCP server's tool as a hookcode :class:`~hookcode.Tool`.
+
+Arguments are checked against the server's JSON schema with ``jsonschema`` (already a
+dependency of the ``mcp`` SDK, which uses it for output schemas): pydantic validates models,
+not arbitrary JSON Schema, and translating every schema into a model would lose keywords.
+The pipeline still sees a pydantic object (a permissive model holding the validated dict),
+so ``validate`` / ``dump`` / ``execute`` keep the base class's contract.
+"""
+
+from __future__ import annotations
+
+import base64
+import copy
+import json
+import re
+import threading
+from typing import TYPE_CHECKING, Any
+
+from hookcode.errors import InvalidArguments, ToolError
+from hookcode.tools import Attachment, Tool, ToolResult
+
+if TYPE_CHECKING:
+    from hookcode.tools import ToolContext
+    from pydantic import BaseModel
+
+    from hookcode_mcp._client import Server
+
+__all__ = ["McpTool", "flatten", "sanitize", "tool_schema"]
+
+_UNSAFE = re.compile(r"[^a-zA-Z0-9_-]")
+#: binary resources a provider accepts as attachments (later reference releases)
+ATTACHABLE = {"application/pdf", "image/gif", "image/jpeg", "image/png", "image/webp"}
+MAX_ATTACHMENT_BYTES = 10 * 1024 * 1024
+
+
+def sanitize(name: str) -> str:
+    """Every character outside ``[a-zA-Z0-9_-]`` becomes ``_``."""
+    return _UNSAFE.sub("_", name)
+
+
+def tool_schema(input_schema: Any) -> dict[str, Any]:
+    """The server's input schema forced to ``type: object`` with ``additionalProperties:
+    false`` (reference agent-loop.md §11)."""
+    schema = copy.deepcopy(input_schema) if isinstance(input_schema, dict) else {}
+    schema["type"] = "object"
+    schema.setdefault("properties", {})
+    schema["additionalProperties"] = False
+    return schema
+
+
+class McpTool(Tool):
+    """One tool of one MCP server, named ``<server>_<tool>``."""
+
+    asks_permission = True
+    never_replaces = True
+
+    def __init__(self, server: Server, remote: Any) -> None:
+        super().__init__()
+        self.server = server
+        self.remote_name: str = remote.name
+        self.name = f"{sanitize(server.name)}_{sanitize(remote.name)}"
+        self.description = remote.description or remote.title or ""
+        self.input_schema = tool_schema(remote.input_schema)
+        self.annotations = remote.annotations
+        self._validator: Any = None
+
+    # -- schema -------------------------------------------------------------------------------
+    @property
+    def parameters(self) -> dict[str, Any]:
+        return self.input_schema
+
+    @property
+    def args_model(self) -> type[BaseModel]:
+        """A permissive model: it only carries the dict that jsonschema validated."""
+        if self._model is None:
+            from pydantic import ConfigDict, create_model
+
+            self._model = create_model(  # type: ignore[call-overload]
+                "McpArgs", __config__=ConfigDict(extra="allow")
+            )
+        assert self._model is not None
+        return self._model
+
+    def _get_validator(self) -> Any:
+        if self._validator is None:
+            import jsonschema
+            import jsonschema.validators
+
+            cls = jsonschema.validators.validator_for(self.input_schema)
+            try:
+                cls.check_schema(self.input_schema)
+                self._validator = cls(self.input_schema)
+            except jsonschema.SchemaError:
+                # a server with a broken schema: check only that the arguments are an object
+                self._validator = jsonschema.Draft202012Validator({"type": "object"})
+        return self._validator
+
+    def validate(self, args: Any) -> BaseModel:
+        if isinstance(args, str):
+            text = args.strip() or "{}"
+            try:
+                args = json.loads(text)
+            except json.JSONDecodeError as exc:
+                raise InvalidArguments(
+                    f"The {self.name} tool was called with invalid arguments: the arguments are "
+                    f"not valid JSON ({exc.msg} at line {exc.lineno} column {exc.colno}).\n"
+                    "Please rewrite the input so it satisfies the expected schema."
+                ) from None
+        if args is None:
+            args = {}
+        if not isinstance(args, dict):
+            raise InvalidArguments(
+                f"The {self.name} tool was called with invalid arguments: expected a JSON object, "
+                f"got {type(args).__name__}.\n"
+                "Please rewrite the input so it satisfies the expected schema."
+            )
+        args = copy.deepcopy(args)
+        # defaults applied, as for every tool (top-level properties)
+        for key, spec in self.input_schema.get("properties", {}).items():
+            if key not in args and isinstance(spec, dict) and "default" in spec:
+                args[key] = copy.deepcopy(spec["default"])
+        errors = sorted(self._get_validator().iter_errors(args), key=lambda e: list(e.path))
+        if errors:
+            problems = "; ".join(_describe(e) for e in errors)
+            raise InvalidArguments(
+                f"The {self.name} tool was called with invalid arguments: {problems}.\n"
+                "Please rewrite the input so it satisfies the expected schema."
+            )
+        return self.args_model.model_validate(args)
+
+    def dump(self, validated: BaseModel) -> dict[str, Any]:
+        return dict(validated.model_extra or {})
+
+    # -- running ------------------------------------------------------------------------------
+    async def execute(self, validated: BaseModel, ctx: ToolContext) -> ToolResult:
+        args = self.dump(validated)
+        if self.server.manager.thread == threading.get_ident():
+            self.server.manager.apply_pending()
+        await ctx.ask(
+            self.name,
+            ["*"],
+            ["*"],
+            {"server": self.server.name, "tool": self.remote_name, "arguments": args},
+        )
+        result = await self.server.call(self.remote_name, args)
+        flat = flatten(result)
+        if getattr(result, "is_error", False):
+            raise ToolError(flat.output or f"MCP tool {self.remote_name!r} reported an error")
+        config = self.server.config
+        if config.max_lines or config.max_bytes:
+            _truncate(flat, self, ctx, config.max_lines, config.max_bytes)
+        return flat
+
+
+def _describe(error: Any) -> str:
+    where = ".".join(str(p) for p in error.path) or "(arguments)"
+    if error.validator == "additionalProperties":
+        extra = sorted(set(error.instance) - set(error.schema.get("properties", {})))
+        names = ", ".join(extra)
+        return f"{names}: unknown argument (not in the tool's schema)"
+    if error.validator == "required":
+        missing = [name for name in error.validator_value if name not in error.instance]
+        return "; ".join(f"{name}: required argument is missing" for name in missing)
+    return f"{where}: {error.message}"
+
+
+def flatten(result: Any) -> ToolResult:
+    """A ``CallToolResult`` as a ToolResult: text parts joined by a blank line, images and
+    binary resources as attachments (data URLs), resource text appended."""
+    texts: list[str] = []
+    attachments: list[Attachment] = []
+    for part in getattr(result, "content", None) or []:
+        kind = getattr(part, "type", None)
+        if kind == "text":
+            texts.append(part.text)
+        elif kind == "image":
+            attachments.append(
+                Attachment(part.mime_type, f"data:{part.mime_type};base64,{part.data}")
+            )
+        elif kind == "audio":
+            texts.append(_omitted(part.mime_type, part.data, "audio"))
+        elif kind == "resource":
+            resource = part.resource
+            text = getattr(resource, "text", None)
+            if text is not None:
+                texts.append(text)
+                continue
+            blob = getattr(resource, "blob", "") or ""
+            mime = resource.mime_type or "application/octet-stream"
+            size = len(blob) * 3 // 4
+            if mime in ATTACHABLE and size <= MAX_ATTACHMENT_BYTES:
+                attachments.append(
+                    Attachment(mime, f"data:{mime};base64,{blob}", filename=str(resource.uri))
+                )
+            else:
+                texts.append(_omitted(mime, blob, str(resource.uri)))
+        elif kind == "resource_link":
+            label = part.title or part.name
+            texts.append(f"[resource: {part.uri}]" + (f" {label}" if label else ""))
+    structured = getattr(result, "structured_content", None)
+    if not texts and structured is not None:
+        texts.append(json.dumps(structured, ensure_ascii=False))
+    return ToolResult(output="\n\n".join(texts), attachments=attachments)
+
+
+def _omitted(mime: str, data: str, what: str) -> str:
+    try:
+        size = len(base64.b64decode(data, validate=False))
+    except ValueError:
+        size = len(data) * 3 // 4
+    return f"[Binary MCP resource omitted: {what} ({mime}, {size} bytes)]"
+
+
+def _truncate(
+    result: ToolResult, tool: Tool, ctx: ToolContext, max_lines: int | None, max_bytes: int | None
+) -> None:
+    """The server's own budget (``[mcp.NAME] max_lines / max_bytes``); a
+    ``[truncation.tools.<tool>]`` entry still wins."""
+    runtime = ctx.runtime
+    limits = runtime.config.core.truncation
+    lines, nbytes = max_lines or limits.max_lines, max_bytes or limits.max_bytes
+    own = limits.tools.get(tool.name)
+    if own is not None:
+        lines, nbytes = own.max_lines or lines, own.max_bytes or nbytes
+    try:
+        has_task = "task" in runtime.registry.entries and not runtime.ruleset(
+            ctx.agent, ctx.session_id, approvals=False
+        ).disabled("task")
+    except Exception:
+        has_task = False
+    cut = runtime.truncator.truncate(
+        result.output, max_lines=lines, max_bytes=nbytes, has_task=has_task
+    )
+    result.metadata["truncated"] = cut.truncated
+    if cut.truncated:
+        result.output = cut.content
+        result.metadata["outputPath"] = str(cut.output_path)

@@ -1,0 +1,364 @@
+"""shell_hooks: Claude-Code-compatible shell hooks, built on hookcode's pluggy hooks.
+
+Configured in ``[[hooks.PreToolUse]]``, ``[[hooks.PostToolUse]]``, ``[[hooks.UserPromptSubmit]]``
+and ``[[hooks.Stop]]`` entries (``matcher``, ``command``, ``timeout`` in seconds). Each hook
+reads what Claude Code sends on stdin (``session_id``, ``transcript_path``, ``cwd``,
+``permission_mode``, ``hook_event_name``, and per event ``tool_name``, ``tool_input``,
+``tool_use_id``, ``tool_response``, ``prompt``, ``stop_hook_active``) and answers the way
+Claude Code reads it, so existing hook scripts work unchanged:
+
+* exit 0: stdout may be a JSON object — ``decision: "block"`` + ``reason``;
+  ``hookSpecificOutput`` with ``permissionDecision`` (``allow`` | ``deny`` | ``ask``) and
+  ``permissionDecisionReason``, ``updatedInput`` (merged into the arguments, either key
+  spelling, validated again by core), ``additionalContext``; ``continue: false`` +
+  ``stopReason``. For ``UserPromptSubmit`` plain stdout is context for the model.
+* exit 2: blocks, with stderr as the reason (PreToolUse: the call is refused and the model
+  reads why; PostToolUse: the model reads it after the output; UserPromptSubmit: the message
+  is not sent and the run stops).
+* anything else — another exit code, a missing command, a timeout, output that is not JSON —
+  is reported on stderr (one line naming the hook) and never blocks.
+
+Where the hooks attach: PreToolUse = ``tool_execute_before`` (+ ``permission_ask`` /
+``permission_prompt`` for ``ask`` / ``allow``), PostToolUse = ``tool_execute_after``,
+UserPromptSubmit = ``chat_message``, Stop = the ``session.idle`` event. Hooks run in the
+working directory with the runtime's environment plus ``CLAUDE_PROJECT_DIR`` (the worktree);
+the hooks of one event run in parallel.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable
+from typing import TYPE_CHECKING, Any
+
+from hookcode import hookimpl
+
+if TYPE_CHECKING:
+    from hookcode.events import Event
+    from hookcode.permission import PermissionRequest, Reply, Vote
+    from hookcode.runtime import Runtime
+    from hookcode.tools import ToolCall, ToolContext, ToolResult
+
+    from hookcode_shell_hooks.runner import HookRun
+
+__all__ = [
+    "chat_message",
+    "config_schema",
+    "event",
+    "permission_ask",
+    "permission_prompt",
+    "tool_execute_after",
+    "tool_execute_before",
+    "tool_execute_error",
+]
+
+#: call id -> "allow" | "ask", what PreToolUse hooks decided for a running call
+_decisions: dict[str, str] = {}
+
+
+# ----------------------------------------------------------------------------------- config
+
+
+@hookimpl
+def config_schema() -> dict[str, Any]:
+    from hookcode_shell_hooks.settings import hooks_model
+
+    return {"hooks": hooks_model()}
+
+
+def _entries(runtime: Runtime | None, event: str) -> list[Any]:
+    if runtime is None:
+        return []
+    section = runtime.config.section("hooks")
+    return list(getattr(section, event, None) or [])
+
+
+def _payload(runtime: Runtime, event: str, session_id: str, **extra: Any) -> dict[str, Any]:
+    return {
+        "session_id": session_id,
+        "transcript_path": None,
+        "cwd": str(runtime.cwd),
+        "permission_mode": "default",
+        "hook_event_name": event,
+        **extra,
+    }
+
+
+def _env(runtime: Runtime) -> dict[str, str]:
+    return {**runtime.env, "CLAUDE_PROJECT_DIR": str(runtime.worktree)}
+
+
+def _selected(runtime: Runtime, event: str, call: ToolCall) -> list[tuple[int, Any]]:
+    """The (index, entry) pairs of ``event`` whose matcher selects the call's tool."""
+    entries = _entries(runtime, event)
+    if not entries:
+        return []
+    from hookcode_shell_hooks.claude import claude_name
+    from hookcode_shell_hooks.settings import matches
+
+    names = (call.tool, claude_name(call.tool))
+    return [(i, entry) for i, entry in enumerate(entries) if matches(entry.matcher, names)]
+
+
+async def _run_tool_hooks(
+    runtime: Runtime, event: str, call: ToolCall, selected: list[tuple[int, Any]], **extra: Any
+) -> list[HookRun]:
+    import asyncio
+
+    from hookcode_shell_hooks.claude import claude_name, to_claude_input
+    from hookcode_shell_hooks.runner import label_of, run_hook
+
+    payload = _payload(
+        runtime,
+        event,
+        call.session_id,
+        tool_name=claude_name(call.tool),
+        tool_input=to_claude_input(call.args),
+        tool_use_id=call.call_id,
+        **extra,
+    )
+    env = _env(runtime)
+    return list(
+        await asyncio.gather(
+            *(
+                run_hook(
+                    label_of(event, i, entry.command),
+                    entry.command,
+                    payload,
+                    cwd=str(runtime.cwd),
+                    env=env,
+                    timeout=entry.timeout,
+                )
+                for i, entry in selected
+            )
+        )
+    )
+
+
+def _run_sync_hooks(runtime: Runtime, event: str, payload: dict[str, Any]) -> list[HookRun]:
+    from concurrent.futures import ThreadPoolExecutor
+
+    from hookcode_shell_hooks.runner import label_of, run_hook_sync
+
+    entries = _entries(runtime, event)
+    if not entries:
+        return []
+    env = _env(runtime)
+
+    def run(item: tuple[int, Any]) -> HookRun:
+        i, entry = item
+        return run_hook_sync(
+            label_of(event, i, entry.command),
+            entry.command,
+            payload,
+            cwd=str(runtime.cwd),
+            env=env,
+            timeout=entry.timeout,
+        )
+
+    if len(entries) == 1:
+        return [run((0, entries[0]))]
+    with ThreadPoolExecutor(max_workers=len(entries)) as pool:
+        return list(pool.map(run, enumerate(entries)))
+
+
+def _report(runtime: Runtime, run: HookRun, problem: str) -> None:
+    runtime.plugins.warn(f"{run.label} {problem}; ignored (not blocking)")
+
+
+class _Verdict:
+    """What the hooks of one event said, read the way Claude Code reads it."""
+
+    def __init__(self) -> None:
+        self.blocks: list[str] = []
+        self.context: list[str] = []
+        self.permission: str | None = None
+        self.updated: list[dict[str, Any]] = []
+
+
+def _read(
+    runtime: Runtime, event: str, runs: list[HookRun], *, plain_stdout_is_context: bool = False
+) -> _Verdict:
+    verdict = _Verdict()
+    for run in runs:
+        if run.problem is not None:
+            _report(runtime, run, run.problem)
+            continue
+        if run.status == 2:
+            verdict.blocks.append(run.stderr_text() or f"{run.label} exited with status 2")
+            continue
+        if run.status != 0:
+            detail = run.stderr_text().splitlines()[-1:] or ["no message"]
+            _report(runtime, run, f"exited with status {run.status}: {detail[0]}")
+            continue
+        output, problem = run.json_output()
+        if problem is not None:
+            if plain_stdout_is_context:
+                verdict.context.append(run.stdout.strip())
+            else:
+                _report(runtime, run, problem)
+            continue
+        if output is not None:
+            _read_json(runtime, event, run, output, verdict)
+    return verdict
+
+
+def _read_json(
+    runtime: Runtime, event: str, run: HookRun, output: dict[str, Any], verdict: _Verdict
+) -> None:
+    message = output.get("systemMessage")
+    if isinstance(message, str) and message.strip():
+        runtime.plugins.warn(f"{run.label}: {message.strip()}")  # shown to the user
+    if output.get("continue") is False:
+        verdict.blocks.append(str(output.get("stopReason") or f"{run.label} stopped the run"))
+        return
+    decision = output.get("decision")
+    reason = output.get("reason")
+    if decision == "block":
+        verdict.blocks.append(str(reason or f"{run.label} blocked it"))
+    elif decision == "approve" and event == "PreToolUse":
+        verdict.permission = verdict.permission or "allow"
+    elif decision not in (None, "approve", "undefined"):
+        _report(runtime, run, f"returned an unknown decision {decision!r}")
+    specific = output.get("hookSpecificOutput")
+    if specific is None:
+        return
+    if not isinstance(specific, dict):
+        _report(runtime, run, "returned a hookSpecificOutput that is not an object")
+        return
+    context = specific.get("additionalContext")
+    if isinstance(context, str) and context.strip():
+        verdict.context.append(context.strip())
+    if event != "PreToolUse":
+        return
+    permission = specific.get("permissionDecision")
+    if permission == "deny":
+        why = specific.get("permissionDecisionReason") or reason
+        verdict.blocks.append(str(why or f"{run.label} denied it"))
+    elif permission in ("allow", "ask"):
+        # ask beats allow, as among hookcode's own votes
+        if verdict.permission != "ask":
+            verdict.permission = permission
+    elif permission is not None:
+        _report(runtime, run, f"returned an unknown permissionDecision {permission!r}")
+    updated = specific.get("updatedInput")
+    if isinstance(updated, dict):
+        verdict.updated.append(updated)
+    elif updated is not None:
+        _report(runtime, run, "returned an updatedInput that is not an object")
+
+
+# ------------------------------------------------------------------------------- tool calls
+
+
+@hookimpl
+def tool_execute_before(call: ToolCall, ctx: ToolContext) -> Awaitable[None] | None:
+    """PreToolUse (a coroutine only when a hook matches: no cost for the other calls)."""
+    selected = _selected(ctx.runtime, "PreToolUse", call)
+    return _pre_tool_use(call, ctx, selected) if selected else None
+
+
+async def _pre_tool_use(call: ToolCall, ctx: ToolContext, selected: list[tuple[int, Any]]) -> None:
+    from hookcode.errors import ToolBlocked
+
+    from hookcode_shell_hooks.claude import from_claude_input
+
+    runtime = ctx.runtime
+    runs = await _run_tool_hooks(runtime, "PreToolUse", call, selected)
+    verdict = _read(runtime, "PreToolUse", runs)
+    if verdict.blocks:
+        raise ToolBlocked("Blocked by a PreToolUse hook: " + "\n".join(verdict.blocks))
+    for updated in verdict.updated:
+        call.args = {**call.args, **from_claude_input(updated, call.args)}
+    if verdict.permission is not None:
+        _decisions[call.call_id] = verdict.permission
+
+
+@hookimpl
+def permission_ask(request: PermissionRequest) -> Vote | None:
+    """A PreToolUse ``ask``: the call asks, even where the rules allow it."""
+    if _decisions.get(str(request.tool.get("call_id"))) != "ask":
+        return None
+    from hookcode.permission import Vote
+
+    return Vote("ask", "a PreToolUse hook asked for confirmation")
+
+
+@hookimpl(tryfirst=True)
+def permission_prompt(request: PermissionRequest) -> Reply | None:
+    """A PreToolUse ``allow``: an ``ask`` of that call is approved once without prompting (a
+    deny of the rules still stands: it never reaches a prompt)."""
+    if _decisions.get(str(request.tool.get("call_id"))) != "allow":
+        return None
+    from hookcode.permission import Reply
+
+    return Reply("once")
+
+
+@hookimpl
+def tool_execute_after(
+    call: ToolCall, result: ToolResult, ctx: ToolContext
+) -> Awaitable[None] | None:
+    """PostToolUse: feedback for the model goes after the output."""
+    _decisions.pop(call.call_id, None)
+    selected = _selected(ctx.runtime, "PostToolUse", call)
+    return _post_tool_use(call, result, ctx, selected) if selected else None
+
+
+async def _post_tool_use(
+    call: ToolCall, result: ToolResult, ctx: ToolContext, selected: list[tuple[int, Any]]
+) -> None:
+    runtime = ctx.runtime
+    response = {"output": result.output, "title": result.title, "metadata": result.metadata}
+    runs = await _run_tool_hooks(runtime, "PostToolUse", call, selected, tool_response=response)
+    verdict = _read(runtime, "PostToolUse", runs)
+    notes = [f"PostToolUse hook feedback: {text}" for text in verdict.blocks]
+    notes += [f"PostToolUse hook context: {text}" for text in verdict.context]
+    if notes:
+        result.output = "\n\n".join([result.output.rstrip("\n"), *notes]).lstrip("\n")
+
+
+@hookimpl
+def tool_execute_error(call: ToolCall) -> None:
+    _decisions.pop(call.call_id, None)
+
+
+# ------------------------------------------------------------------------ messages and stop
+
+
+@hookimpl
+def chat_message(message: Any, session: Any) -> None:
+    """UserPromptSubmit: block the message (the run stops) or add context to it."""
+    from hookcode.errors import PromptBlocked
+    from hookcode.plugins import current_runtime
+
+    runtime = current_runtime()
+    if not _entries(runtime, "UserPromptSubmit"):
+        return
+    payload = _payload(runtime, "UserPromptSubmit", str(session.id), prompt=message.text)
+    runs = _run_sync_hooks(runtime, "UserPromptSubmit", payload)
+    verdict = _read(runtime, "UserPromptSubmit", runs, plain_stdout_is_context=True)
+    if verdict.blocks:
+        raise PromptBlocked("; ".join(verdict.blocks))
+    for text in verdict.context:
+        message.parts.append({"type": "text", "text": text})
+
+
+@hookimpl
+def event(event: Event) -> None:
+    """Stop: when the loop ends (``session.idle``)."""
+    if event.type != "session.idle":
+        return
+    from hookcode.plugins import current_runtime
+
+    runtime = current_runtime()
+    if not _entries(runtime, "Stop"):
+        return
+    session_id = str(event.properties.get("session_id", ""))
+    payload = _payload(runtime, "Stop", session_id, stop_hook_active=False)
+    runs = _run_sync_hooks(runtime, "Stop", payload)
+    verdict = _read(runtime, "Stop", runs)
+    for reason in verdict.blocks:
+        runtime.plugins.warn(
+            f"a Stop hook asked the agent to keep going ({reason}); hookcode ends the run "
+            "anyway (Stop hooks observe)"
+        )

@@ -1,0 +1,106 @@
+"""The ``[hooks]`` config section (pydantic models, built on first use)."""
+
+from __future__ import annotations
+
+import re
+from functools import lru_cache
+from typing import Any
+
+__all__ = ["EVENTS", "hooks_model", "matches"]
+
+#: the Claude Code events this plugin runs, in the order they are documented
+EVENTS = ("PreToolUse", "PostToolUse", "UserPromptSubmit", "Stop")
+
+#: a matcher made only of names and ``|`` lists exact names (Claude Code's rule)
+_SIMPLE = re.compile(r"^[A-Za-z0-9_|-]+$")
+
+
+@lru_cache(maxsize=1)
+def hooks_model() -> type[Any]:
+    """The model of ``[hooks]``: one list of entries per event."""
+    from pydantic import BaseModel, ConfigDict, Field, field_validator
+
+    class HookEntry(BaseModel):
+        """One ``[[hooks.EVENT]]`` entry."""
+
+        model_config = ConfigDict(extra="forbid", defer_build=True)
+
+        matcher: str | None = Field(
+            None,
+            description=(
+                "Tool names this hook runs for (PreToolUse, PostToolUse): names separated by "
+                "'|' match exactly, anything else is a regular expression searched in the "
+                "name; hookcode's names (bash, edit) and Claude Code's (Bash, Edit) both "
+                "count. Empty, '*' or absent: every tool."
+            ),
+            examples=["Bash", "Write|Edit", "mcp_.*"],
+        )
+        command: str | list[str] = Field(
+            description=(
+                "The hook: a string run by `sh -c`, or a list run as is. It reads the event "
+                "as JSON on stdin, like a Claude Code hook."
+            ),
+            examples=["python3 .hookcode/hooks/check.py", ["./hooks/check", "--strict"]],
+        )
+        timeout: float = Field(
+            60,
+            gt=0,
+            description="Seconds before the hook is killed (reported, never blocking).",
+        )
+
+        @field_validator("matcher")
+        @classmethod
+        def _valid_regex(cls, value: str | None) -> str | None:
+            if value and value != "*" and not _SIMPLE.match(value):
+                try:
+                    re.compile(value)
+                except re.error as exc:
+                    raise ValueError(f"invalid regular expression {value!r}: {exc}") from None
+            return value
+
+        @field_validator("command")
+        @classmethod
+        def _not_empty(cls, value: str | list[str]) -> str | list[str]:
+            if not value or (isinstance(value, str) and not value.strip()):
+                raise ValueError("the command is empty")
+            return value
+
+    class HooksConfig(BaseModel):
+        """Claude-Code-compatible shell hooks (``[[hooks.PreToolUse]]`` and the like)."""
+
+        model_config = ConfigDict(extra="forbid", defer_build=True)
+
+        PreToolUse: list[HookEntry] = Field(
+            default_factory=list,
+            description="Before a tool runs: may block it, decide its permission or rewrite its input.",
+        )
+        PostToolUse: list[HookEntry] = Field(
+            default_factory=list,
+            description="After a tool succeeded: may add feedback for the model to its output.",
+        )
+        UserPromptSubmit: list[HookEntry] = Field(
+            default_factory=list,
+            description="Before a user message is sent: may block it or add context.",
+        )
+        Stop: list[HookEntry] = Field(
+            default_factory=list,
+            description="When the agent loop ends (the model stopped asking for tools).",
+        )
+
+    return HooksConfig
+
+
+def matches(matcher: str | None, names: tuple[str, ...]) -> bool:
+    """Whether a Claude Code matcher selects a tool known by any of ``names``."""
+    if not matcher or matcher == "*":
+        return True
+    if _SIMPLE.match(matcher):
+        wanted = set(matcher.split("|"))
+        return any(name in wanted for name in names)
+    pattern = _compiled(matcher)
+    return any(pattern.search(name) for name in names)
+
+
+@lru_cache(maxsize=256)
+def _compiled(matcher: str) -> re.Pattern[str]:
+    return re.compile(matcher)

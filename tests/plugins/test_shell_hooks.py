@@ -1,0 +1,598 @@
+"""shell_hooks (plugins/shell_hooks): Claude-Code-style hook scripts, run as real processes.
+
+Every hook here is a script written by the test and run the way Claude Code runs it: the event
+as JSON on stdin, exit 2 to block with stderr, JSON on stdout for decisions. A hook that is
+missing, hangs or prints garbage is reported and never blocks."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import shlex
+import subprocess
+import sys
+import textwrap
+import time
+from pathlib import Path
+from typing import Any
+
+import pytest
+from hookcode import ToolContext, hookimpl, tool
+from hookcode.errors import ConfigError, PermissionDenied, PermissionRejected, ToolBlocked
+from hookcode.session import run_session
+from hookcode.testing import ReplyWith, ScriptedModel, invoke_tool
+
+PLUGINS = "shell_hooks,policy_rules,tool_bash,tool_write,tool_edit,tool_read"
+
+
+@pytest.fixture(autouse=True)
+def _plugins(hookcode_env: Any) -> None:
+    hookcode_env.env["HOOKCODE_LOAD_PLUGINS"] = PLUGINS
+
+
+@pytest.fixture
+def hooks_dir(hookcode_env: Any) -> Path:
+    directory = hookcode_env.root / "hooks"
+    directory.mkdir()
+    return directory
+
+
+def script(directory: Path, name: str, body: str) -> str:
+    """A Python hook script; returns the command line that runs it."""
+    path = directory / name
+    path.write_text(textwrap.dedent(body))
+    return f"{shlex.quote(sys.executable)} {shlex.quote(str(path))}"
+
+
+def configure(hookcode_env: Any, *entries: tuple[str, dict[str, Any]]) -> None:
+    """``[[hooks.EVENT]]`` tables, in order."""
+    lines = []
+    for event, fields in entries:
+        lines.append(f"[[hooks.{event}]]")
+        lines += [f"{key} = {json.dumps(value)}" for key, value in fields.items()]
+    hookcode_env.write_config("\n".join(lines) + "\n")
+
+
+def runtime_for(hookcode_env: Any, *, reply: str | None = "once") -> Any:
+    if reply is not None:
+        hookcode_env.register(ReplyWith(reply), "front_end")
+    return hookcode_env.runtime()
+
+
+def warnings(err: str, event: str) -> list[str]:
+    return [line for line in err.splitlines() if f"shell hook {event}[" in line]
+
+
+# a Claude Code PreToolUse guard, as people write them: no jq, plain python
+DENY_RM_RF = """
+    import json, sys
+
+    data = json.load(sys.stdin)
+    if data["tool_name"] == "Bash" and "rm -rf" in data["tool_input"].get("command", ""):
+        print("Refusing rm -rf: use trash instead", file=sys.stderr)
+        sys.exit(2)
+    sys.exit(0)
+"""
+
+RECORD = """
+    import json, os, sys
+
+    data = json.load(sys.stdin)
+    data["_env_project_dir"] = os.environ.get("CLAUDE_PROJECT_DIR")
+    data["_cwd"] = os.getcwd()
+    with open({log!r}, "a") as log:
+        log.write(json.dumps(data) + "\\n")
+"""
+
+
+def recorder(directory: Path, name: str = "record.py") -> tuple[str, Path]:
+    log = directory / f"{name}.jsonl"
+    return script(directory, name, RECORD.replace("{log!r}", repr(str(log)))), log
+
+
+def records(log: Path) -> list[dict[str, Any]]:
+    if not log.exists():
+        return []
+    return [json.loads(line) for line in log.read_text().splitlines()]
+
+
+# ------------------------------------------------------------------------------- PreToolUse
+
+
+def test_exit_2_blocks_rm_rf_with_stderr_as_the_reason(hookcode_env: Any, hooks_dir: Path) -> None:
+    record, log = recorder(hooks_dir)
+    configure(
+        hookcode_env,
+        ("PreToolUse", {"matcher": "Bash", "command": script(hooks_dir, "guard.py", DENY_RM_RF)}),
+        ("PreToolUse", {"command": record}),
+    )
+    victim = hookcode_env.project / "victim"
+    victim.mkdir()
+    runtime = runtime_for(hookcode_env)
+
+    outcome = invoke_tool(runtime, "bash", {"command": "rm -rf victim", "description": "clean"})
+    assert isinstance(outcome.error, ToolBlocked)
+    assert "Refusing rm -rf: use trash instead" in outcome.error_text
+    assert victim.is_dir()
+
+    outcome = invoke_tool(runtime, "bash", {"command": "echo fine", "description": "echo"})
+    assert outcome.ok, outcome.error_text
+    assert "fine" in outcome.result.output
+
+    first = records(log)[0]
+    assert first["hook_event_name"] == "PreToolUse"
+    assert first["tool_name"] == "Bash"
+    assert first["tool_input"]["command"] == "rm -rf victim"
+    assert records(log)[1]["tool_use_id"] == outcome.call.call_id
+    assert first["session_id"]
+    assert first["transcript_path"] is None
+    assert first["permission_mode"] == "default"
+    assert first["cwd"] == str(hookcode_env.project.resolve())
+    assert first["_cwd"] == str(hookcode_env.project.resolve())
+    assert first["_env_project_dir"] == str(hookcode_env.project.resolve())
+
+
+def test_permission_decision_deny(hookcode_env: Any, hooks_dir: Path) -> None:
+    deny = script(
+        hooks_dir,
+        "deny.py",
+        """
+        import json, sys
+        data = json.load(sys.stdin)
+        print(json.dumps({"hookSpecificOutput": {
+            "hookEventName": "PreToolUse",
+            "permissionDecision": "deny",
+            "permissionDecisionReason": "no writes to " + data["tool_input"]["file_path"],
+        }}))
+        """,
+    )
+    configure(hookcode_env, ("PreToolUse", {"matcher": "Write", "command": deny}))
+    runtime = runtime_for(hookcode_env)
+    target = hookcode_env.project / "new.txt"
+    outcome = invoke_tool(runtime, "write", {"filePath": str(target), "content": "x"})
+    assert isinstance(outcome.error, ToolBlocked)
+    assert f"no writes to {target}" in outcome.error_text
+    assert not target.exists()
+
+
+def test_decision_block_blocks(
+    hookcode_env: Any, hooks_dir: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    block = script(
+        hooks_dir,
+        "block.py",
+        "import json\n"
+        'print(json.dumps({"decision": "block", "reason": "old style no",'
+        ' "systemMessage": "the guard said no"}))\n',
+    )
+    configure(hookcode_env, ("PreToolUse", {"matcher": "Bash", "command": block}))
+    runtime = runtime_for(hookcode_env)
+    outcome = invoke_tool(runtime, "bash", {"command": "echo x", "description": "x"})
+    assert isinstance(outcome.error, ToolBlocked)
+    assert "old style no" in outcome.error_text
+    assert "the guard said no" in capsys.readouterr().err  # systemMessage: for the user
+
+
+def test_updated_input_rewrites_the_call(hookcode_env: Any, hooks_dir: Path) -> None:
+    rewrite = script(
+        hooks_dir,
+        "rewrite.py",
+        """
+        import json, sys
+        data = json.load(sys.stdin)
+        if data["tool_name"] == "Bash":
+            updated = {"command": "echo rewritten"}
+        else:  # echo the whole input back, changing the snake_case spelling only
+            updated = dict(data["tool_input"])
+            updated["file_path"] = updated["file_path"].replace("asked", "redirected")
+        print(json.dumps({"hookSpecificOutput": {
+            "hookEventName": "PreToolUse", "updatedInput": updated}}))
+        """,
+    )
+    configure(hookcode_env, ("PreToolUse", {"command": rewrite}))
+    runtime = runtime_for(hookcode_env)
+
+    outcome = invoke_tool(runtime, "bash", {"command": "echo original", "description": "x"})
+    assert outcome.ok, outcome.error_text
+    assert "rewritten" in outcome.result.output and "original" not in outcome.result.output
+    assert outcome.call.args["command"] == "echo rewritten"
+
+    asked = hookcode_env.project / "asked.txt"
+    outcome = invoke_tool(runtime, "write", {"filePath": str(asked), "content": "hello"})
+    assert outcome.ok, outcome.error_text
+    assert not asked.exists()
+    assert (hookcode_env.project / "redirected.txt").read_text() == "hello"
+    assert outcome.call.args["filePath"].endswith("redirected.txt")
+
+
+def test_updated_input_is_validated_again(hookcode_env: Any, hooks_dir: Path) -> None:
+    bad = script(
+        hooks_dir,
+        "bad.py",
+        'import json\nprint(json.dumps({"hookSpecificOutput": {"updatedInput": {"timeout": "soon"}}}))\n',
+    )
+    configure(hookcode_env, ("PreToolUse", {"matcher": "Bash", "command": bad}))
+    outcome = invoke_tool(
+        runtime_for(hookcode_env), "bash", {"command": "echo x", "description": "x"}
+    )
+    assert not outcome.ok
+    assert "timeout" in outcome.error_text
+
+
+def test_matcher_write_edit_matches_our_write_and_edit(hookcode_env: Any, hooks_dir: Path) -> None:
+    record, log = recorder(hooks_dir)
+    configure(hookcode_env, ("PreToolUse", {"matcher": "Write|Edit", "command": record}))
+    runtime = runtime_for(hookcode_env)
+    target = hookcode_env.project / "f.txt"
+    session = runtime.create_session(title="t").id
+    assert invoke_tool(
+        runtime, "write", {"filePath": str(target), "content": "a b"}, session_id=session
+    ).ok
+    assert invoke_tool(runtime, "read", {"filePath": str(target)}, session_id=session).ok
+    outcome = invoke_tool(
+        runtime,
+        "edit",
+        {"filePath": str(target), "oldString": "a", "newString": "c"},
+        session_id=session,
+    )
+    assert outcome.ok, outcome.error_text
+    assert target.read_text() == "c b"
+
+    seen = records(log)
+    assert [r["tool_name"] for r in seen] == ["Write", "Edit"]  # read did not match
+    write_input, edit_input = seen[0]["tool_input"], seen[1]["tool_input"]
+    assert write_input["file_path"] == write_input["filePath"] == str(target)
+    assert edit_input["old_string"] == "a" and edit_input["new_string"] == "c"
+    assert edit_input["replace_all"] is False and edit_input["oldString"] == "a"
+
+
+def test_matchers_know_both_names_and_regexes(hookcode_env: Any, hooks_dir: Path) -> None:
+    record, log = recorder(hooks_dir)
+    configure(
+        hookcode_env,
+        ("PreToolUse", {"matcher": "bash", "command": record + " ours"}),
+        ("PreToolUse", {"matcher": "Ba.*", "command": record + " regex"}),
+        ("PreToolUse", {"matcher": "Read", "command": record + " other"}),
+        ("PreToolUse", {"matcher": "*", "command": record + " star"}),
+    )
+    runtime = runtime_for(hookcode_env)
+    assert invoke_tool(runtime, "bash", {"command": "true", "description": "x"}).ok
+    assert len(records(log)) == 3
+
+
+def test_permission_decision_ask_and_allow(hookcode_env: Any, hooks_dir: Path) -> None:
+    guarded_calls: list[str] = []
+
+    @tool(asks_permission=True)
+    async def guarded(ctx: ToolContext, what: str) -> str:
+        "Asks the `guarded` permission."
+        await ctx.ask("guarded", [what])
+        guarded_calls.append(what)
+        return "done"
+
+    class Pack:
+        @hookimpl
+        def tool(self) -> list[Any]:
+            return [guarded]
+
+    decide = script(
+        hooks_dir,
+        "decide.py",
+        """
+        import json, sys
+        data = json.load(sys.stdin)
+        what = data["tool_input"]["what"]
+        if what in ("allow", "ask"):
+            print(json.dumps({"hookSpecificOutput": {"permissionDecision": what,
+                                                     "permissionDecisionReason": "hook"}}))
+        """,
+    )
+    hookcode_env.register(Pack(), "pack")
+    hookcode_env.write_config(
+        f'[permission]\nguarded = {{ "*" = "ask", "open" = "allow", "never" = "deny" }}\n'
+        f'[[hooks.PreToolUse]]\nmatcher = "guarded"\ncommand = {json.dumps(decide)}\n'
+    )
+    front = ReplyWith("reject")
+    hookcode_env.register(front, "front_end")
+    runtime = hookcode_env.runtime()
+
+    # allow: the ask is approved without a prompt
+    assert invoke_tool(runtime, "guarded", {"what": "allow"}).ok
+    assert front.requests == []
+    # no decision: the front end is asked (and rejects)
+    assert isinstance(invoke_tool(runtime, "guarded", {"what": "other"}).error, PermissionRejected)
+    assert len(front.requests) == 1
+    # ask: asked even though a rule allows it (and the hook is asked per call)
+    hookcode_env.write_config(
+        f'[permission]\nguarded = {{ "*" = "allow" }}\n'
+        f'[[hooks.PreToolUse]]\nmatcher = "guarded"\ncommand = {json.dumps(decide)}\n'
+    )
+    runtime = hookcode_env.runtime()
+    assert isinstance(invoke_tool(runtime, "guarded", {"what": "ask"}).error, PermissionRejected)
+    assert len(front.requests) == 2
+    assert invoke_tool(runtime, "guarded", {"what": "open"}).ok
+    # allow never beats a configured deny
+    hookcode_env.write_config(
+        f'[permission]\nguarded = "deny"\n'
+        f'[[hooks.PreToolUse]]\nmatcher = "guarded"\ncommand = {json.dumps(decide)}\n'
+    )
+    runtime = hookcode_env.runtime()
+    assert "guarded" not in {e.name for e in runtime.registry.available("build")}
+    hookcode_env.write_config(
+        f'[permission]\nguarded = {{ "*" = "ask", "allow" = "deny" }}\n'
+        f'[[hooks.PreToolUse]]\nmatcher = "guarded"\ncommand = {json.dumps(decide)}\n'
+    )
+    runtime = hookcode_env.runtime()
+    assert isinstance(invoke_tool(runtime, "guarded", {"what": "allow"}).error, PermissionDenied)
+    assert guarded_calls == ["allow", "open"]
+
+
+# ------------------------------------------------------------------------------- broken hooks
+
+
+def test_broken_hooks_are_reported_and_never_block(
+    hookcode_env: Any, hooks_dir: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    configure(
+        hookcode_env,
+        ("PreToolUse", {"command": "/nonexistent/hook.sh"}),
+        ("PreToolUse", {"command": ["/nonexistent/hook-binary", "--flag"]}),
+        (
+            "PreToolUse",
+            {
+                "command": script(hooks_dir, "slow.py", "import time\ntime.sleep(30)\n"),
+                "timeout": 0.5,
+            },
+        ),
+        (
+            "PreToolUse",
+            {"command": script(hooks_dir, "garbage.py", "print('}{ not json at all')\n")},
+        ),
+        ("PreToolUse", {"command": script(hooks_dir, "array.py", "print('[1, 2]')\n")}),
+        ("PreToolUse", {"command": script(hooks_dir, "crash.py", "raise SystemExit('oh no')\n")}),
+        (
+            "PreToolUse",
+            {
+                "command": script(
+                    hooks_dir,
+                    "odd.py",
+                    'print(\'{"hookSpecificOutput": {"permissionDecision": "maybe"}}\')\n',
+                )
+            },
+        ),
+        ("PostToolUse", {"command": "sh -c 'sleep 30' && true", "timeout": 0.5}),
+    )
+    runtime = runtime_for(hookcode_env)
+    started = time.monotonic()
+    outcome = invoke_tool(runtime, "bash", {"command": "echo still works", "description": "x"})
+    elapsed = time.monotonic() - started
+    assert outcome.ok, outcome.error_text
+    assert "still works" in outcome.result.output
+    assert elapsed < 10  # timeouts killed the hooks (the hooks of an event run in parallel)
+
+    err = capsys.readouterr().err
+    pre = warnings(err, "PreToolUse")
+    assert len(pre) == 7, err
+    by_index = {int(line.split("PreToolUse[")[1].split("]")[0]): line for line in pre}
+    assert "status 127" in by_index[0] and "/nonexistent/hook.sh" in by_index[0]
+    assert "could not start" in by_index[1] and "hook-binary" in by_index[1]
+    assert "timed out after 0.5 s" in by_index[2]
+    assert "not JSON" in by_index[3]
+    assert "not an object" in by_index[4]
+    assert "status 1" in by_index[5] and "oh no" in by_index[5]
+    assert "'maybe'" in by_index[6]
+    assert all("not blocking" in line for line in pre)
+    post = warnings(err, "PostToolUse")
+    assert len(post) == 1 and "timed out" in post[0]
+
+
+def test_a_hook_that_hangs_with_children_is_killed_whole(
+    hookcode_env: Any, hooks_dir: Path
+) -> None:
+    marker = hookcode_env.root / "survived"
+    # the shell starts a grandchild that holds the pipes open: the whole group must die
+    configure(
+        hookcode_env,
+        ("PreToolUse", {"command": f"(sleep 3; touch {marker}) & sleep 30", "timeout": 0.5}),
+    )
+    runtime = runtime_for(hookcode_env)
+    started = time.monotonic()
+    assert invoke_tool(runtime, "bash", {"command": "true", "description": "x"}).ok
+    assert time.monotonic() - started < 3
+    time.sleep(3.5)
+    assert not marker.exists()
+
+
+# ------------------------------------------------------------------------------- PostToolUse
+
+
+def test_post_tool_use_sees_the_response_and_adds_feedback(
+    hookcode_env: Any, hooks_dir: Path
+) -> None:
+    record, log = recorder(hooks_dir)
+    feedback = script(
+        hooks_dir,
+        "feedback.py",
+        """
+        import json, sys
+        data = json.load(sys.stdin)
+        if "TODO" in data["tool_response"]["output"]:
+            print(json.dumps({"decision": "block", "reason": "the output has a TODO: fix it"}))
+        """,
+    )
+    context = script(
+        hooks_dir,
+        "context.py",
+        'import json\nprint(json.dumps({"hookSpecificOutput": {"hookEventName": "PostToolUse", "additionalContext": "lint: clean"}}))\n',
+    )
+    stderr_2 = script(
+        hooks_dir, "two.py", "import sys\nprint('formatter failed', file=sys.stderr)\nsys.exit(2)\n"
+    )
+    configure(
+        hookcode_env,
+        ("PostToolUse", {"matcher": "Bash", "command": record}),
+        ("PostToolUse", {"matcher": "Bash", "command": feedback}),
+        ("PostToolUse", {"matcher": "Bash", "command": context}),
+        ("PostToolUse", {"matcher": "Write", "command": stderr_2}),
+    )
+    runtime = runtime_for(hookcode_env)
+    outcome = invoke_tool(runtime, "bash", {"command": "echo TODO later", "description": "x"})
+    assert outcome.ok, outcome.error_text
+    output = outcome.result.output
+    assert output.startswith("TODO later")
+    assert "the output has a TODO: fix it" in output
+    assert "lint: clean" in output
+    assert output.index("TODO later") < output.index("fix it")
+
+    seen = records(log)[0]
+    assert seen["hook_event_name"] == "PostToolUse"
+    assert "TODO later" in seen["tool_response"]["output"]
+    assert seen["tool_input"]["command"] == "echo TODO later"
+
+    target = hookcode_env.project / "w.txt"
+    outcome = invoke_tool(runtime, "write", {"filePath": str(target), "content": "x"})
+    assert outcome.ok and target.exists()  # it already ran: the model reads the complaint
+    assert "formatter failed" in outcome.result.output
+
+
+# ------------------------------------------------------------------------------- the loop
+
+
+class ModelPack:
+    def __init__(self, model: ScriptedModel):
+        self.model = model
+
+    @hookimpl
+    def provider(self) -> list[Any]:
+        return [self.model]
+
+
+def run_loop(hookcode_env: Any, turns: list[Any], text: str = "please do it") -> tuple[Any, Any]:
+    model = ScriptedModel(turns, id="script")
+    hookcode_env.register(ModelPack(model), "model_pack")
+    runtime = runtime_for(hookcode_env)
+    result = asyncio.run(run_session(runtime, text, model="script/test"))
+    return model, result
+
+
+def test_user_prompt_submit_blocks_the_message(hookcode_env: Any, hooks_dir: Path) -> None:
+    guard = script(
+        hooks_dir,
+        "prompt_guard.py",
+        """
+        import json, sys
+        data = json.load(sys.stdin)
+        if "password" in data["prompt"]:
+            print("prompts must not contain secrets", file=sys.stderr)
+            sys.exit(2)
+        """,
+    )
+    configure(hookcode_env, ("UserPromptSubmit", {"command": guard}))
+    model, result = run_loop(hookcode_env, ["never sent"], text="my password is hunter2")
+    assert model.requests == []
+    assert result.error is not None and "prompts must not contain secrets" in result.error
+
+
+def test_user_prompt_submit_decision_block_and_context(hookcode_env: Any, hooks_dir: Path) -> None:
+    record, log = recorder(hooks_dir)
+    decide = script(
+        hooks_dir,
+        "decide.py",
+        """
+        import json, sys
+        data = json.load(sys.stdin)
+        if data["prompt"].startswith("deploy"):
+            print(json.dumps({"decision": "block", "reason": "no deploys on Fridays"}))
+        else:
+            print("Current branch: main")  # plain stdout is context, as in Claude Code
+        """,
+    )
+    configure(
+        hookcode_env,
+        ("UserPromptSubmit", {"command": record}),
+        ("UserPromptSubmit", {"command": decide}),
+    )
+    model, result = run_loop(hookcode_env, ["ok"], text="fix the bug")
+    assert result.error is None
+    parts = model.requests[0].messages[0].content
+    assert parts[0]["text"] == "fix the bug"
+    assert {"type": "text", "text": "Current branch: main"} in parts
+    seen = records(log)[0]
+    assert seen["hook_event_name"] == "UserPromptSubmit"
+    assert seen["prompt"] == "fix the bug"
+    assert seen["session_id"] == result.session_id
+
+    model, result = run_loop(hookcode_env, ["never"], text="deploy now")
+    assert model.requests == []
+    assert "no deploys on Fridays" in (result.error or "")
+
+
+def test_stop_runs_when_the_loop_ends(
+    hookcode_env: Any, hooks_dir: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    record, log = recorder(hooks_dir)
+    keep_going = script(
+        hooks_dir,
+        "keep_going.py",
+        'import json\nprint(json.dumps({"decision": "block", "reason": "tests still fail"}))\n',
+    )
+    configure(hookcode_env, ("Stop", {"command": record}), ("Stop", {"command": keep_going}))
+    turns = [
+        {"tool_calls": [("bash", {"command": "echo step", "description": "x"})]},
+        "all done",
+    ]
+    _, result = run_loop(hookcode_env, turns)
+    assert result.error is None and result.text == "all done"
+    seen = records(log)
+    assert len(seen) == 1  # once, at the end, not after each step
+    assert seen[0]["hook_event_name"] == "Stop"
+    assert seen[0]["stop_hook_active"] is False
+    assert seen[0]["session_id"] == result.session_id
+    assert "tests still fail" in capsys.readouterr().err
+
+
+# ------------------------------------------------------------------------------- config
+
+
+def test_config_errors_name_the_key(hookcode_env: Any) -> None:
+    hookcode_env.write_config('[[hooks.PreToolUse]]\nmatcher = "Bash("\ncommand = "true"\n')
+    with pytest.raises(ConfigError) as err:
+        hookcode_env.runtime()
+    assert "hooks.PreToolUse" in str(err.value) and "regular expression" in str(err.value)
+    hookcode_env.write_config('[[hooks.PreToolUse]]\ncommand = "true"\ntimeuot = 3\n')
+    with pytest.raises(ConfigError) as err:
+        hookcode_env.runtime()
+    assert "timeuot" in str(err.value)
+    hookcode_env.write_config('[[hooks.PreToolCall]]\ncommand = "true"\n')
+    with pytest.raises(ConfigError) as err:
+        hookcode_env.runtime()
+    assert "PreToolCall" in str(err.value)
+
+
+def test_cli_tools_call_is_blocked_by_a_hook(hookcode_env: Any, hooks_dir: Path) -> None:
+    configure(
+        hookcode_env,
+        ("PreToolUse", {"matcher": "Bash", "command": script(hooks_dir, "guard.py", DENY_RM_RF)}),
+    )
+    (hookcode_env.project / "victim").mkdir()
+    proc = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "hookcode.cli",
+            "tools",
+            "call",
+            "bash",
+            "--yes",
+            "--json",
+            json.dumps({"command": "rm -rf victim", "description": "clean"}),
+        ],
+        cwd=hookcode_env.project,
+        env=hookcode_env.env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert proc.returncode == 1, proc.stderr
+    assert "Refusing rm -rf" in json.loads(proc.stdout)["error"]
+    assert (hookcode_env.project / "victim").is_dir()

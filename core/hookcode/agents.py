@@ -22,6 +22,8 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
+from hookcode.configfiles import project_dirs, user_config_dir
+
 if TYPE_CHECKING:
     from hookcode.permission import Rule
 
@@ -94,33 +96,6 @@ def agent_dirs(cwd: Path, worktree: Path, env: Mapping[str, str]) -> list[Path]:
     return [user_config_dir(env) / "agents"] + [
         d / ".hookcode" / "agents" for d in project_dirs(cwd, worktree)
     ]
-
-
-def user_config_dir(env: Mapping[str, str]) -> Path:
-    """``HOOKCODE_CONFIG_DIR``, else ``$XDG_CONFIG_HOME/hookcode``, else ``~/.config/hookcode``
-    (where the user's ``config.toml`` lives)."""
-    import os
-
-    if env.get("HOOKCODE_CONFIG_DIR"):
-        return Path(env["HOOKCODE_CONFIG_DIR"]).expanduser()
-    xdg = env.get("XDG_CONFIG_HOME", "")
-    if xdg and os.path.isabs(xdg):
-        return Path(xdg) / "hookcode"
-    home = Path(env["HOME"]) if env.get("HOME") else Path.home()
-    return home / ".config" / "hookcode"
-
-
-def project_dirs(cwd: Path, worktree: Path) -> list[Path]:
-    """Directories from the worktree down to ``cwd`` (inclusive); just ``cwd`` if outside."""
-    cwd, worktree = cwd.resolve(), worktree.resolve()
-    try:
-        relative = cwd.relative_to(worktree)
-    except ValueError:
-        return [cwd]
-    dirs = [worktree]
-    for part in relative.parts:
-        dirs.append(dirs[-1] / part)
-    return dirs
 
 
 def load_agent_files(config: Any, cwd: Path, worktree: Path, env: Mapping[str, str]) -> list[str]:

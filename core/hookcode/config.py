@@ -48,13 +48,13 @@ from hookcode.configfiles import (
     CONTENT_ENV,  # noqa: F401
     PERMISSION_ENV,  # noqa: F401
     Layer,
-    _global_config_dir,  # noqa: F401
     _merge_into,
-    _project_dirs,  # noqa: F401
     _read_layers,
     config_paths,
     deep_merge,
     plugin_selection,  # noqa: F401
+    project_dirs,  # noqa: F401
+    user_config_dir,  # noqa: F401
 )
 from hookcode.errors import ConfigError
 

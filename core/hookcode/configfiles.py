@@ -26,6 +26,8 @@ __all__ = [
     "deep_merge",
     "find_worktree",
     "plugin_selection",
+    "project_dirs",
+    "user_config_dir",
 ]
 
 CONFIG_ENV = "HOOKCODE_CONFIG"
@@ -52,7 +54,9 @@ def find_worktree(cwd: Path) -> Path:
 # ----------------------------------------------------------------------------- paths
 
 
-def _global_config_dir(env: Mapping[str, str]) -> Path:
+def user_config_dir(env: Mapping[str, str]) -> Path:
+    """``HOOKCODE_CONFIG_DIR``, else ``$XDG_CONFIG_HOME/hookcode``, else ``~/.config/hookcode``
+    (where the user's ``config.toml``, agents, tools and skills live)."""
     if env.get("HOOKCODE_CONFIG_DIR"):
         return Path(env["HOOKCODE_CONFIG_DIR"]).expanduser()
     xdg = env.get("XDG_CONFIG_HOME", "")
@@ -62,7 +66,7 @@ def _global_config_dir(env: Mapping[str, str]) -> Path:
     return home / ".config" / "hookcode"
 
 
-def _project_dirs(cwd: Path, worktree: Path) -> list[Path]:
+def project_dirs(cwd: Path, worktree: Path) -> list[Path]:
     """Directories from the worktree down to cwd (inclusive); just cwd if it is outside."""
     cwd, worktree = cwd.resolve(), worktree.resolve()
     try:
@@ -85,8 +89,8 @@ def _config_file_from_env(cwd: Path, env: Mapping[str, str]) -> Path | None:
 
 def config_paths(cwd: Path, worktree: Path, env: Mapping[str, str] = os.environ) -> list[Path]:
     """Every config file consulted, in layer order, whether it exists or not."""
-    paths = [_global_config_dir(env) / "config.toml"]
-    for directory in _project_dirs(cwd, worktree):
+    paths = [user_config_dir(env) / "config.toml"]
+    for directory in project_dirs(cwd, worktree):
         paths += [directory / "hookcode.toml", directory / ".hookcode" / "config.toml"]
     env_file = _config_file_from_env(cwd, env)
     if env_file is not None:

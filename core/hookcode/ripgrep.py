@@ -97,70 +97,23 @@ async def files(
         args += [f"--type-add=hookcodename:{name_glob}", "--type=hookcodename"]
     args += [f"--glob={g}" for g in globs]
     args.append("--glob=!.git")  # last, so no user glob can whitelist it back
-    if abort is not None and abort.is_set():
-        raise ToolAborted()
-
-    proc = await asyncio.create_subprocess_exec(
-        *args,
-        cwd=str(directory),
-        stdin=asyncio.subprocess.DEVNULL,
-        stdout=asyncio.subprocess.PIPE,
-        stderr=asyncio.subprocess.PIPE,
-    )
-
-    loop = asyncio.get_running_loop()
-    running = True
-
-    def kill() -> None:
-        if proc.returncode is None:
-            with contextlib.suppress(ProcessLookupError):
-                proc.kill()
-
-    def on_abort() -> None:  # may run in any thread, possibly after the call ended
-        if running:
-            with contextlib.suppress(RuntimeError):  # the loop is closed: nothing to kill
-                loop.call_soon_threadsafe(kill)
-
-    if abort is not None:
-        abort.add_callback(on_abort)
     paths: list[str] = []
-    more = produced = False
-    stderr_task = asyncio.ensure_future(_read_head(proc.stderr))
-    try:
-        assert proc.stdout is not None
-        buffer = b""
-        while True:
-            chunk = await proc.stdout.read(65536)
-            if not chunk:
-                break
-            produced = True
-            buffer += chunk
-            *complete, buffer = buffer.split(b"\0")
-            for raw in complete:
-                relative = os.fsdecode(raw).replace(os.sep, "/")
-                if match is not None and not match(relative):
-                    continue
-                if len(paths) >= limit:
-                    more = True
-                    break
-                paths.append(relative)
-            if more:
-                break
-            if abort is not None and abort.is_set():
-                raise ToolAborted()
-        if more:
-            kill()
-        returncode = await proc.wait()
-        stderr = (await stderr_task).decode("utf-8", "replace").strip()
-    finally:
-        if proc.returncode is None:
-            kill()
-            with contextlib.suppress(Exception):
-                await asyncio.shield(proc.wait())
-        stderr_task.cancel()
-        running = False
-    if abort is not None and abort.is_set():
-        raise ToolAborted()
+    buffer = b""
+
+    def consume(chunk: bytes) -> bool:
+        nonlocal buffer
+        buffer += chunk
+        *complete, buffer = buffer.split(b"\0")
+        for raw in complete:
+            relative = os.fsdecode(raw).replace(os.sep, "/")
+            if match is not None and not match(relative):
+                continue
+            if len(paths) >= limit:
+                return True  # one more than the limit exists: stop rg
+            paths.append(relative)
+        return False
+
+    returncode, stderr, produced, more = await _stream(args, directory, abort, consume)
     if not produced and returncode not in (0, 1) and stderr:
         raise ToolError(f"ripgrep failed: {stderr}")
     return paths, more
@@ -177,7 +130,38 @@ async def run_lines(
     stdout, without the ``\\n``, to ``on_line`` as it arrives; return rg's exit code and the
     head of its stderr (stripped). rg is killed when ``abort`` fires (:class:`ToolAborted` is
     raised) or the caller is cancelled; raises :class:`RipgrepMissing` without an rg."""
+    pending: list[bytes] = []  # the start of a line not complete yet (a long line: many)
+
+    def consume(chunk: bytes) -> bool:
+        nonlocal pending
+        if b"\n" in chunk:
+            first, *complete, last = chunk.split(b"\n")
+            pending.append(first)
+            on_line(b"".join(pending))
+            for line in complete:
+                on_line(line)
+            pending = [last] if last else []
+        else:
+            pending.append(chunk)
+        return False
+
     command = [find_rg(), "--no-config", *args]
+    returncode, stderr, _produced, _stopped = await _stream(command, Path(cwd), abort, consume)
+    if pending:
+        on_line(b"".join(pending))
+    return returncode, stderr
+
+
+async def _stream(
+    command: Sequence[str],
+    cwd: Path,
+    abort: AbortSignal | None,
+    consume: Callable[[bytes], bool],
+) -> tuple[int, str, bool, bool]:
+    """Run ``command`` in ``cwd`` (no shell, stdin closed), feeding stdout chunks to ``consume``
+    until it returns True (then the process is killed) or the output ends. Returns (exit code,
+    head of stderr, whether any output came, whether ``consume`` stopped it). The process is
+    killed when ``abort`` fires (:class:`ToolAborted`) or the caller is cancelled."""
     if abort is not None and abort.is_set():
         raise ToolAborted()
     proc = await asyncio.create_subprocess_exec(
@@ -202,24 +186,18 @@ async def run_lines(
 
     if abort is not None:
         abort.add_callback(on_abort)
+    produced = stopped = False
     stderr_task = asyncio.ensure_future(_read_head(proc.stderr))
     try:
         assert proc.stdout is not None
-        pending: list[bytes] = []  # the start of a line not complete yet (a long line: many)
         while chunk := await proc.stdout.read(65536):
-            if b"\n" in chunk:
-                first, *complete, last = chunk.split(b"\n")
-                pending.append(first)
-                on_line(b"".join(pending))
-                for line in complete:
-                    on_line(line)
-                pending = [last] if last else []
-            else:
-                pending.append(chunk)
+            produced = True
+            if consume(chunk):
+                stopped = True
+                kill()
+                break
             if abort is not None and abort.is_set():
                 raise ToolAborted()
-        if pending:
-            on_line(b"".join(pending))
         returncode = await proc.wait()
         stderr = (await stderr_task).decode("utf-8", "replace").strip()
     finally:
@@ -231,7 +209,7 @@ async def run_lines(
         running = False
     if abort is not None and abort.is_set():
         raise ToolAborted()
-    return returncode, stderr
+    return returncode, stderr, produced, stopped
 
 
 async def _read_head(stream: asyncio.StreamReader | None, keep: int = 4096) -> bytes:

@@ -22,10 +22,10 @@ _counter = itertools.count()
 
 def tool_dirs(cwd: Path, worktree: Path, env: Mapping[str, str]) -> list[Path]:
     """The directories searched, in registration order (a later one wins a name clash)."""
-    from hookcode.config import _global_config_dir, _project_dirs
+    from hookcode.configfiles import project_dirs, user_config_dir
 
-    dirs = [_global_config_dir(env) / sub for sub in SUBDIRS]
-    for directory in _project_dirs(cwd, worktree):
+    dirs = [user_config_dir(env) / sub for sub in SUBDIRS]
+    for directory in project_dirs(cwd, worktree):
         dirs += [directory / ".hookcode" / sub for sub in SUBDIRS]
     return dirs
 

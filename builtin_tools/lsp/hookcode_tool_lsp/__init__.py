@@ -121,9 +121,7 @@ async def lsp(
     operation: Annotated[Operation, "The LSP operation to perform"],
     file_path: Annotated[str, "The absolute or relative path to the file"],
     line: Annotated[int, "The line number (1-based, as shown in editors)", _AtLeast(1)],
-    character: Annotated[
-        int, "The character offset (1-based, as shown in editors)", _AtLeast(1)
-    ],
+    character: Annotated[int, "The character offset (1-based, as shown in editors)", _AtLeast(1)],
 ) -> ToolResult:
     from hookcode_tool_lsp.manager import (
         NoServer,
@@ -147,8 +145,13 @@ async def lsp(
         raise ToolError(NO_SERVER)
     try:
         results = await call(
-            manager.request(str(path), operation, line - 1, character - 1,
-                            timeout=float(settings.request_timeout))
+            manager.request(
+                str(path),
+                operation,
+                line - 1,
+                character - 1,
+                timeout=float(settings.request_timeout),
+            )
         )
     except NoServer:
         raise ToolError(NO_SERVER) from None
@@ -229,10 +232,16 @@ async def _diagnostics(call: ToolCall, result: ToolResult, ctx: ToolContext) -> 
     manager = manager_for(ctx.runtime)
     if not any(manager.specs_for(p) for p in (*changed, *deleted)):
         return
-    work = asyncio.ensure_future(on_loop(
-        manager.diagnose(changed, deleted, created=frozenset(created),
-                         other_files=call.tool in ("write", "apply_patch"))
-    ))
+    work = asyncio.ensure_future(
+        on_loop(
+            manager.diagnose(
+                changed,
+                deleted,
+                created=frozenset(created),
+                other_files=call.tool in ("write", "apply_patch"),
+            )
+        )
+    )
     aborted = asyncio.ensure_future(ctx.abort.wait())
     try:
         await asyncio.wait({work, aborted}, return_when=asyncio.FIRST_COMPLETED)

@@ -22,8 +22,7 @@ class ServerConfig(BaseModel):
     )
     extensions: list[str] | None = Field(
         default=None,
-        description="File extensions the server handles (with the dot); required for a new "
-        "server.",
+        description="File extensions the server handles (with the dot); required for a new server.",
         examples=[[".py", ".pyi"]],
     )
     env: dict[str, str] = Field(

@@ -237,8 +237,9 @@ class LspClient:
         future: asyncio.Future[Any] = asyncio.get_running_loop().create_future()
         self._pending[request_id] = (method, future)
         try:
-            await self._send({"jsonrpc": "2.0", "id": request_id, "method": method,
-                              "params": params})
+            await self._send(
+                {"jsonrpc": "2.0", "id": request_id, "method": method, "params": params}
+            )
             return await asyncio.wait_for(asyncio.shield(future), timeout)
         except TimeoutError:
             with contextlib.suppress(ServerGone):
@@ -261,8 +262,13 @@ class LspClient:
             self.proc.stdin.write(b"Content-Length: %d\r\n\r\n" % len(body) + body)
             await self.proc.stdin.drain()
         except (ConnectionError, RuntimeError) as exc:
-            self._lose(ServerGone(self.exit_reason() if self.proc.returncode is not None
-                                  else f"could not be written to: {exc}"))
+            self._lose(
+                ServerGone(
+                    self.exit_reason()
+                    if self.proc.returncode is not None
+                    else f"could not be written to: {exc}"
+                )
+            )
             raise self._gone from None  # type: ignore[misc]
 
     async def _read_messages(self) -> None:
@@ -358,8 +364,11 @@ class LspClient:
         if method == "workspace/configuration":
             items = (params or {}).get("items") or []
             result = [None] * len(items)
-        elif method in ("window/workDoneProgress/create", "window/showMessageRequest",
-                        "window/showDocument"):
+        elif method in (
+            "window/workDoneProgress/create",
+            "window/showMessageRequest",
+            "window/showDocument",
+        ):
             result = None
         elif method == "client/registerCapability":
             for registration in (params or {}).get("registrations") or []:
@@ -391,17 +400,29 @@ class LspClient:
         doc = self.documents.get(uri)
         if doc is None:
             doc = self.documents[uri] = Document(0, text)
-            await self.notify("textDocument/didOpen", {"textDocument": {
-                "uri": uri, "languageId": language_id, "version": 0, "text": text}})
+            await self.notify(
+                "textDocument/didOpen",
+                {
+                    "textDocument": {
+                        "uri": uri,
+                        "languageId": language_id,
+                        "version": 0,
+                        "text": text,
+                    }
+                },
+            )
             return 0, True
         if doc.text == text:
             return doc.version, False
         doc.version += 1
         doc.text = text
-        await self.notify("textDocument/didChange", {
-            "textDocument": {"uri": uri, "version": doc.version},
-            "contentChanges": [{"text": text}],
-        })
+        await self.notify(
+            "textDocument/didChange",
+            {
+                "textDocument": {"uri": uri, "version": doc.version},
+                "contentChanges": [{"text": text}],
+            },
+        )
         return doc.version, True
 
     async def close_document(self, path: str) -> None:
@@ -414,8 +435,10 @@ class LspClient:
         """``workspace/didChangeWatchedFiles`` (1 created, 2 changed, 3 deleted), sent only
         to a server that registered for it."""
         if changes and "workspace/didChangeWatchedFiles" in self.registered:
-            await self.notify("workspace/didChangeWatchedFiles", {
-                "changes": [{"uri": path_to_uri(p), "type": t} for p, t in changes]})
+            await self.notify(
+                "workspace/didChangeWatchedFiles",
+                {"changes": [{"uri": path_to_uri(p), "type": t} for p, t in changes]},
+            )
 
     def last_seq(self, path: str) -> int:
         publication = self.publications.get(path_to_uri(path))

@@ -32,6 +32,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, TypeVar
 
+from hookcode.background import BackgroundLoop
+
 from hookcode_tool_lsp.client import LspClient, LspError, ServerGone
 
 __all__ = [
@@ -58,7 +60,11 @@ CLOSE_TIMEOUT = 3.0
 
 PYTHON_EXTENSIONS = (".py", ".pyi")
 PYTHON_ROOT_MARKERS = (
-    "pyproject.toml", "setup.py", "setup.cfg", "requirements.txt", "Pipfile",
+    "pyproject.toml",
+    "setup.py",
+    "setup.cfg",
+    "requirements.txt",
+    "Pipfile",
     "pyrightconfig.json",
 )
 
@@ -74,23 +80,52 @@ class _Default:
 #: built-in defaults: per group, the first one found is used
 DEFAULT_GROUPS: tuple[tuple[_Default, ...], ...] = (
     (
-        _Default("basedpyright", ("basedpyright-langserver", "--stdio"), PYTHON_EXTENSIONS,
-                 PYTHON_ROOT_MARKERS),
-        _Default("pyright", ("pyright-langserver", "--stdio"), PYTHON_EXTENSIONS,
-                 PYTHON_ROOT_MARKERS),
+        _Default(
+            "basedpyright",
+            ("basedpyright-langserver", "--stdio"),
+            PYTHON_EXTENSIONS,
+            PYTHON_ROOT_MARKERS,
+        ),
+        _Default(
+            "pyright", ("pyright-langserver", "--stdio"), PYTHON_EXTENSIONS, PYTHON_ROOT_MARKERS
+        ),
         _Default("pylsp", ("pylsp",), PYTHON_EXTENSIONS, PYTHON_ROOT_MARKERS),
     ),
 )
 _DEFAULTS = {d.name: d for group in DEFAULT_GROUPS for d in group}
 
 LANGUAGE_IDS = {
-    ".py": "python", ".pyi": "python", ".js": "javascript", ".mjs": "javascript",
-    ".cjs": "javascript", ".jsx": "javascriptreact", ".ts": "typescript", ".mts": "typescript",
-    ".cts": "typescript", ".tsx": "typescriptreact", ".go": "go", ".rs": "rust",
-    ".rb": "ruby", ".c": "c", ".h": "c", ".cc": "cpp", ".cpp": "cpp", ".hpp": "cpp",
-    ".cs": "csharp", ".java": "java", ".kt": "kotlin", ".lua": "lua", ".php": "php",
-    ".sh": "shellscript", ".bash": "shellscript", ".zig": "zig", ".swift": "swift",
-    ".ex": "elixir", ".exs": "elixir", ".vue": "vue", ".svelte": "svelte",
+    ".py": "python",
+    ".pyi": "python",
+    ".js": "javascript",
+    ".mjs": "javascript",
+    ".cjs": "javascript",
+    ".jsx": "javascriptreact",
+    ".ts": "typescript",
+    ".mts": "typescript",
+    ".cts": "typescript",
+    ".tsx": "typescriptreact",
+    ".go": "go",
+    ".rs": "rust",
+    ".rb": "ruby",
+    ".c": "c",
+    ".h": "c",
+    ".cc": "cpp",
+    ".cpp": "cpp",
+    ".hpp": "cpp",
+    ".cs": "csharp",
+    ".java": "java",
+    ".kt": "kotlin",
+    ".lua": "lua",
+    ".php": "php",
+    ".sh": "shellscript",
+    ".bash": "shellscript",
+    ".zig": "zig",
+    ".swift": "swift",
+    ".ex": "elixir",
+    ".exs": "elixir",
+    ".vue": "vue",
+    ".svelte": "svelte",
 }
 
 
@@ -142,46 +177,12 @@ class DiagnosticsReport:
 # ---------------------------------------------------------------------------------------------
 
 
-class _Loop:
-    """One event loop in a daemon thread, started on first use."""
-
-    def __init__(self) -> None:
-        self._lock = threading.Lock()
-        self._loop: asyncio.AbstractEventLoop | None = None
-        self._thread: threading.Thread | None = None
-
-    @property
-    def loop(self) -> asyncio.AbstractEventLoop:
-        with self._lock:
-            if self._loop is None or self._thread is None or not self._thread.is_alive():
-                loop = asyncio.new_event_loop()
-                ready = threading.Event()
-
-                def run() -> None:
-                    asyncio.set_event_loop(loop)
-                    loop.call_soon(ready.set)
-                    loop.run_forever()
-
-                thread = threading.Thread(target=run, name="hookcode-lsp", daemon=True)
-                thread.start()
-                ready.wait()
-                self._loop, self._thread = loop, thread
-            return self._loop
-
-    @property
-    def started(self) -> bool:
-        return self._thread is not None and self._thread.is_alive()
-
-    def in_loop(self) -> bool:
-        return self._thread is not None and threading.current_thread() is self._thread
-
-
-_LOOP = _Loop()
+_LOOP = BackgroundLoop("hookcode-lsp")
 
 
 def submit(coro: Coroutine[Any, Any, T]) -> concurrent.futures.Future[T]:
     """Run ``coro`` on the servers' loop; returns a thread-safe future."""
-    return asyncio.run_coroutine_threadsafe(coro, _LOOP.loop)
+    return _LOOP.submit(coro)
 
 
 async def call(coro: Coroutine[Any, Any, T]) -> T:
@@ -264,8 +265,9 @@ class Manager:
 
     @classmethod
     def from_runtime(cls, runtime: Any) -> Manager:
-        return cls(settings_of(runtime.config), env=runtime.env, cwd=runtime.cwd,
-                   worktree=runtime.worktree)
+        return cls(
+            settings_of(runtime.config), env=runtime.env, cwd=runtime.cwd, worktree=runtime.worktree
+        )
 
     # -- which servers ------------------------------------------------------------------------
     def _specs(self) -> list[ServerSpec]:
@@ -289,17 +291,19 @@ class Manager:
             exts = frozenset(_normalise_extension(e) for e in extensions)
             covered |= exts
             found = self._which(command[0])
-            specs.append(ServerSpec(
-                name=name,
-                command=(found or command[0], *command[1:]),
-                extensions=exts,
-                env=tuple(server.env.items()),
-                initialization=server.initialization or None,
-                root_markers=tuple(markers),
-                language_id=server.language_id,
-                configured=True,
-                unavailable=None if found else f"command not found: {command[0]}",
-            ))
+            specs.append(
+                ServerSpec(
+                    name=name,
+                    command=(found or command[0], *command[1:]),
+                    extensions=exts,
+                    env=tuple(server.env.items()),
+                    initialization=server.initialization or None,
+                    root_markers=tuple(markers),
+                    language_id=server.language_id,
+                    configured=True,
+                    unavailable=None if found else f"command not found: {command[0]}",
+                )
+            )
         for group in DEFAULT_GROUPS:
             for default in group:
                 exts = frozenset(default.extensions) - covered
@@ -308,13 +312,15 @@ class Manager:
                 found = self._which(default.command[0])
                 if found is None:
                     continue
-                specs.append(ServerSpec(
-                    name=default.name,
-                    command=(found, *default.command[1:]),
-                    extensions=exts,
-                    root_markers=default.root_markers,
-                    configured=False,
-                ))
+                specs.append(
+                    ServerSpec(
+                        name=default.name,
+                        command=(found, *default.command[1:]),
+                        extensions=exts,
+                        root_markers=default.root_markers,
+                        configured=False,
+                    )
+                )
                 covered |= exts
                 break
         return specs
@@ -374,8 +380,9 @@ class Manager:
     async def _start(self, spec: ServerSpec, root: Path) -> LspClient:
         key = (spec.name, root)
         env = {**self.env, **dict(spec.env)}
-        client = LspClient(spec.name, spec.command, root, env=env,
-                           initialization_options=spec.initialization)
+        client = LspClient(
+            spec.name, spec.command, root, env=env, initialization_options=spec.initialization
+        )
         self.starts[spec.name] = self.starts.get(spec.name, 0) + 1
         timeout = float(self.settings.start_timeout)
         try:
@@ -470,8 +477,9 @@ class Manager:
                     report.problems.append(f"server '{spec.name}' {_reason(exc)}")
                     return
                 try:
-                    await self._notify_and_wait(client, spec, paths, gone, texts, created,
-                                                timeout, debounce, other_files)
+                    await self._notify_and_wait(
+                        client, spec, paths, gone, texts, created, timeout, debounce, other_files
+                    )
                 except ServerGone as exc:
                     if attempt == 1 and client is before:
                         continue  # it had died before this call: start it again, once
@@ -482,8 +490,9 @@ class Manager:
                 report.servers.append(spec.name)
                 return
 
-        await asyncio.gather(*(one(spec, key[1], paths, gone)
-                               for key, (spec, paths, gone) in groups.items()))
+        await asyncio.gather(
+            *(one(spec, key[1], paths, gone) for key, (spec, paths, gone) in groups.items())
+        )
         report.files = self.diagnostics()
         return report
 
@@ -515,14 +524,22 @@ class Manager:
             version, sent = await client.sync_document(path, text, _language_id(spec, path))
             changes.append((path, 1 if path in created or unseen else 2))
             publication = client.publications.get(Path(path).as_uri())
-            if not sent and publication is not None and (
-                publication.version is None or publication.version >= version
+            if (
+                not sent
+                and publication is not None
+                and (publication.version is None or publication.version >= version)
             ):
                 continue  # nothing new to check: the latest diagnostics stand
-            waits.append(client.wait_diagnostics(
-                path, since=since if sent else 0, version=version,
-                debounce=debounce, timeout=timeout, quiet_all=other_files,
-            ))
+            waits.append(
+                client.wait_diagnostics(
+                    path,
+                    since=since if sent else 0,
+                    version=version,
+                    debounce=debounce,
+                    timeout=timeout,
+                    quiet_all=other_files,
+                )
+            )
         await client.files_changed(changes)
         await asyncio.gather(*waits)
 
@@ -552,8 +569,9 @@ class Manager:
         answered = 0
         for spec in specs:
             try:
-                found = await self._request_one(spec, path, text, operation, line, character,
-                                                timeout)
+                found = await self._request_one(
+                    spec, path, text, operation, line, character, timeout
+                )
             except Unavailable as exc:
                 problems.append(f"server '{spec.name}' {_reason(exc)}")
                 continue
@@ -591,11 +609,13 @@ class Manager:
                 version, sent = await client.sync_document(path, text, _language_id(spec, path))
                 if sent:  # as the reference: let the server check the file first
                     await client.wait_diagnostics(
-                        path, since=since, version=version, debounce=DIAGNOSTICS_DEBOUNCE,
+                        path,
+                        since=since,
+                        version=version,
+                        debounce=DIAGNOSTICS_DEBOUNCE,
                         timeout=DIAGNOSTICS_TIMEOUT,
                     )
-                return await _operation(client, operation, path, text, line, character,
-                                        timeout)
+                return await _operation(client, operation, path, text, line, character, timeout)
             except ServerGone:
                 if attempt == 1 and client is before:
                     continue  # it had died before this call: start it again, once
@@ -679,8 +699,7 @@ async def _operation(
     elif operation == "workspaceSymbol":
         params = {"query": _word_at(text, line, character)}
     elif operation in ("incomingCalls", "outgoingCalls"):
-        items = await client.request("textDocument/prepareCallHierarchy", position,
-                                     timeout=timeout)
+        items = await client.request("textDocument/prepareCallHierarchy", position, timeout=timeout)
         if not items:
             return []
         params = {"item": items[0]}
@@ -692,8 +711,9 @@ async def _operation(
     found = result if isinstance(result, list) else [result]
     found = [item for item in found if item]
     if operation == "workspaceSymbol":
-        found = [s for s in found if isinstance(s, dict) and s.get("kind") in
-                 WORKSPACE_SYMBOL_KINDS][:WORKSPACE_SYMBOL_LIMIT]
+        found = [
+            s for s in found if isinstance(s, dict) and s.get("kind") in WORKSPACE_SYMBOL_KINDS
+        ][:WORKSPACE_SYMBOL_LIMIT]
     return found
 
 
@@ -763,8 +783,10 @@ def _language_id(spec: ServerSpec, path: str) -> str:
 
 def _reason(exc: Unavailable) -> str:
     text = str(exc)
-    return text if text.startswith(("could not", "did not", "refused")) else (
-        f"is unavailable: {text}"
+    return (
+        text
+        if text.startswith(("could not", "did not", "refused"))
+        else (f"is unavailable: {text}")
     )
 
 

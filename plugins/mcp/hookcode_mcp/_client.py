@@ -15,16 +15,16 @@ from __future__ import annotations
 
 import asyncio
 import atexit
-import concurrent.futures
 import contextlib
 import threading
 import time
 import weakref
-from collections.abc import Callable, Coroutine
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
 
+from hookcode.background import BackgroundLoop
 from hookcode.errors import ToolError, ToolTimeout
 
 if TYPE_CHECKING:
@@ -49,40 +49,7 @@ STDERR_LINES = 5
 # ---------------------------------------------------------------------------------------------
 
 
-class _Loop:
-    """One event loop in a daemon thread, started on first use."""
-
-    def __init__(self) -> None:
-        self._lock = threading.Lock()
-        self._loop: asyncio.AbstractEventLoop | None = None
-        self._thread: threading.Thread | None = None
-
-    @property
-    def loop(self) -> asyncio.AbstractEventLoop:
-        with self._lock:
-            if self._loop is None or self._thread is None or not self._thread.is_alive():
-                loop = asyncio.new_event_loop()
-                ready = threading.Event()
-
-                def run() -> None:
-                    asyncio.set_event_loop(loop)
-                    loop.call_soon(ready.set)
-                    loop.run_forever()
-
-                thread = threading.Thread(target=run, name="hookcode-mcp", daemon=True)
-                thread.start()
-                ready.wait()
-                self._loop, self._thread = loop, thread
-            return self._loop
-
-    def submit(self, coro: Coroutine[Any, Any, T]) -> concurrent.futures.Future[T]:
-        return asyncio.run_coroutine_threadsafe(coro, self.loop)
-
-    def in_loop(self) -> bool:
-        return self._thread is not None and threading.current_thread() is self._thread
-
-
-_LOOP = _Loop()
+_LOOP = BackgroundLoop("hookcode-mcp")
 _MANAGERS: weakref.WeakKeyDictionary[Any, Manager] = weakref.WeakKeyDictionary()
 _MANAGERS_LOCK = threading.Lock()
 _ALL: weakref.WeakSet[Manager] = weakref.WeakSet()

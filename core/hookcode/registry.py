@@ -174,7 +174,14 @@ class Registry:
         """Tool definitions as the model sees them, after the ``tool_definition`` hook."""
         out = []
         for entry in self.available(agent, session_id, model):
-            definition = copy.deepcopy(entry.tool.definition())
+            # a tool with ``definition_for`` tailors its definition to the calling agent
+            # (task lists the sub-agents that agent may start)
+            scoped = getattr(entry.tool, "definition_for", None)
+            if scoped is not None:
+                raw = scoped(agent, session_id, model)
+            else:
+                raw = entry.tool.definition()
+            definition = copy.deepcopy(raw)
             self.runtime.plugins.call_each(
                 "tool_definition", tool_id=entry.name, definition=definition
             )

@@ -495,6 +495,15 @@ class Tool:
         from pydantic import ValidationError
 
         model = self.args_model
+        args = self.parse_arguments(args)
+        try:
+            return model.model_validate(args)
+        except ValidationError as exc:
+            raise InvalidArguments(self.format_validation_error(exc)) from None
+
+    def parse_arguments(self, args: Any) -> dict[str, Any]:
+        """Raw arguments as a dict: a JSON string is decoded, None is ``{}``; anything that is
+        not an object raises InvalidArguments with the model-visible message."""
         if isinstance(args, str):
             import json
 
@@ -515,10 +524,7 @@ class Tool:
                 f"got {type(args).__name__}.\n"
                 "Please rewrite the input so it satisfies the expected schema."
             )
-        try:
-            return model.model_validate(args)
-        except ValidationError as exc:
-            raise InvalidArguments(self.format_validation_error(exc)) from None
+        return args
 
     def format_validation_error(self, error: ValidationError) -> str:
         """The model-visible text for a validation failure (override to format your own)."""

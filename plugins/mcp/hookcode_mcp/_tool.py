@@ -96,24 +96,7 @@ class McpTool(Tool):
         return self._validator
 
     def validate(self, args: Any) -> BaseModel:
-        if isinstance(args, str):
-            text = args.strip() or "{}"
-            try:
-                args = json.loads(text)
-            except json.JSONDecodeError as exc:
-                raise InvalidArguments(
-                    f"The {self.name} tool was called with invalid arguments: the arguments are "
-                    f"not valid JSON ({exc.msg} at line {exc.lineno} column {exc.colno}).\n"
-                    "Please rewrite the input so it satisfies the expected schema."
-                ) from None
-        if args is None:
-            args = {}
-        if not isinstance(args, dict):
-            raise InvalidArguments(
-                f"The {self.name} tool was called with invalid arguments: expected a JSON object, "
-                f"got {type(args).__name__}.\n"
-                "Please rewrite the input so it satisfies the expected schema."
-            )
+        args = self.parse_arguments(args)
         args = copy.deepcopy(args)
         # defaults applied, as for every tool (top-level properties)
         for key, spec in self.input_schema.get("properties", {}).items():

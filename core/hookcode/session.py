@@ -458,6 +458,19 @@ class SessionLoop:
             last = self.spec.steps is not None and step > self.spec.steps
             if not await self._step(step, last, parent_id):
                 return
+            self._follow_agent_switch()
+
+    def _follow_agent_switch(self) -> None:
+        """A tool (plan_enter / plan_exit) switched the session's agent in the store: the next
+        request runs with that agent (same model)."""
+        assert self.session is not None
+        record = self.store.get_session(self.session.id)
+        name = record.agent if record is not None else None
+        if not name or name == self.spec.name or name not in self.runtime.agents():
+            return
+        self.spec = self.runtime.agent(name)
+        self.session.agent = name
+        self.emit("agent", {"session_id": self.session.id, "agent": name})
 
     def _system(self, spec: AgentSpec) -> list[str]:
         parts = [spec.prompt or DEFAULT_PROMPT, self._environment(), *self._instruction_blocks()]

@@ -6,7 +6,7 @@ Sorting ids of one prefix sorts them by creation time; :func:`id_time` reads the
 
 from __future__ import annotations
 
-import secrets
+import os
 import threading
 import time
 
@@ -30,7 +30,7 @@ def new_id(prefix: str) -> str:
         _last_ms = ms
         counter = _counter
     # 12 hex digits of milliseconds, 4 of a per-millisecond counter, 6 random
-    return f"{prefix}_{ms:012x}{counter:04x}{secrets.token_hex(3)}"
+    return f"{prefix}_{ms:012x}{counter:04x}{os.urandom(3).hex()}"
 
 
 def id_time(identifier: str) -> float | None:

@@ -200,7 +200,11 @@ def cached_venv(name: str, requirements: Sequence[str], *, python: str | None = 
     if uv is None:
         raise SystemExit(f"uv is needed to create {venv} (pip install uv)")
     CACHE.mkdir(parents=True, exist_ok=True)
-    print(f"creating {venv} with {', '.join(requirements)} ...", file=sys.stderr, flush=True)
+    print(
+        f"creating {venv} ({len(requirements)} requirement arguments) ...",
+        file=sys.stderr,
+        flush=True,
+    )
     subprocess.run(
         [uv, "venv", "-q", "--clear", str(venv), "--python", python or sys.executable],
         check=True,

@@ -18,6 +18,16 @@ JSON_HELP = "Print JSON."
 
 
 def _table(title: str | None, columns: list[str], rows: list[list[str]]) -> None:
+    """A table: rich on a terminal; aligned plain text when piped (cheaper, and grep-friendly;
+    scripts should use ``--json``)."""
+    if not sys.stdout.isatty():
+        if title:
+            typer.echo(title)
+        widths = [max(len(c), *(len(r[i]) for r in rows)) for i, c in enumerate(columns)]
+        for row in [columns, *rows]:
+            cells = [cell.ljust(widths[i]) for i, cell in enumerate(row[:-1])]
+            typer.echo("  ".join([*cells, row[-1]]).rstrip())
+        return
     from rich.console import Console
     from rich.table import Table
 

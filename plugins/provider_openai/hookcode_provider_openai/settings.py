@@ -19,44 +19,78 @@ __all__ = ["OpenAIProviderConfig", "Price"]
 class Price(BaseModel):
     """``[provider.NAME.prices."MODEL"]``: USD per million tokens."""
 
-    model_config = ConfigDict(extra="forbid", defer_build=True, use_attribute_docstrings=True)
+    model_config = ConfigDict(extra="forbid", defer_build=True)
 
-    input: float = Field(default=0.0, ge=0, examples=[2.5])
-    """USD per million input (prompt) tokens that were not read from the cache."""
-    output: float = Field(default=0.0, ge=0, examples=[10.0])
-    """USD per million output (completion) tokens."""
-    cached_input: float | None = Field(default=None, ge=0, examples=[1.25])
-    """USD per million cached prompt tokens (default: the input price)."""
+    input: float = Field(
+        default=0.0,
+        ge=0,
+        examples=[2.5],
+        description="USD per million input (prompt) tokens that were not read from the cache.",
+    )
+    output: float = Field(
+        default=0.0,
+        ge=0,
+        examples=[10.0],
+        description="USD per million output (completion) tokens.",
+    )
+    cached_input: float | None = Field(
+        default=None,
+        ge=0,
+        examples=[1.25],
+        description="USD per million cached prompt tokens (default: the input price).",
+    )
 
 
 class OpenAIProviderConfig(BaseModel):
     """``[provider.NAME]``: an OpenAI-compatible Chat Completions provider (``type = "openai"``),
     e.g. Ollama, vLLM, LM Studio, OpenRouter; ``[provider.openai]`` adjusts the built-in one."""
 
-    model_config = ConfigDict(extra="allow", defer_build=True, use_attribute_docstrings=True)
+    model_config = ConfigDict(extra="allow", defer_build=True)
 
-    type: str = Field(default="openai", examples=["openai"])
-    """The wire protocol: ``openai`` (Chat Completions). Tables of another type belong to other
-    plugins and are ignored here."""
-    name: str | None = Field(default=None, examples=["Local Ollama"])
-    """Display name (default: the table's name)."""
-    base_url: str | None = Field(default=None, examples=["http://127.0.0.1:11434/v1"])
-    """The API root, including ``/v1``; requests go to ``{base_url}/chat/completions``."""
-    api_key_env: str | None = Field(default=None, examples=["OPENROUTER_API_KEY"])
-    """Environment variable holding the API key. With neither it nor a key stored by
-    ``hookcode auth login NAME``, no Authorization header is sent (local servers)."""
-    models: list[str] = Field(default=[], examples=[["qwen2.5-coder:7b", "llama3.1:8b"]])
-    """The model ids this provider offers (used as ``NAME/MODEL``)."""
-    headers: dict[str, str] = Field(default={}, examples=[{"X-Title": "hookcode"}])
-    """Extra HTTP headers sent with every request."""
-    prices: dict[str, Price] = Field(
-        default={}, examples=[{"gpt-4o": {"input": 2.5, "output": 10.0, "cached_input": 1.25}}]
+    type: str = Field(
+        default="openai",
+        examples=["openai"],
+        description="The wire protocol: ``openai`` (Chat Completions). Tables of another type belong to other plugins and are ignored here.",
     )
-    """Prices per model id (USD per million tokens), for the session's cost."""
-    max_retries: int = Field(default=2, ge=0, le=10)
-    """Retries of a request answered 408/409/429/5xx or failing to connect (with back-off)."""
-    timeout: float = Field(default=600.0, gt=0)
-    """Seconds to wait for the server (connect: at most 10)."""
+    name: str | None = Field(
+        default=None,
+        examples=["Local Ollama"],
+        description="Display name (default: the table's name).",
+    )
+    base_url: str | None = Field(
+        default=None,
+        examples=["http://127.0.0.1:11434/v1"],
+        description="The API root, including ``/v1``; requests go to ``{base_url}/chat/completions``.",
+    )
+    api_key_env: str | None = Field(
+        default=None,
+        examples=["OPENROUTER_API_KEY"],
+        description="Environment variable holding the API key. With neither it nor a key stored by ``hookcode auth login NAME``, no Authorization header is sent (local servers).",
+    )
+    models: list[str] = Field(
+        default=[],
+        examples=[["qwen2.5-coder:7b", "llama3.1:8b"]],
+        description="The model ids this provider offers (used as ``NAME/MODEL``).",
+    )
+    headers: dict[str, str] = Field(
+        default={},
+        examples=[{"X-Title": "hookcode"}],
+        description="Extra HTTP headers sent with every request.",
+    )
+    prices: dict[str, Price] = Field(
+        default={},
+        examples=[{"gpt-4o": {"input": 2.5, "output": 10.0, "cached_input": 1.25}}],
+        description="Prices per model id (USD per million tokens), for the session's cost.",
+    )
+    max_retries: int = Field(
+        default=2,
+        ge=0,
+        le=10,
+        description="Retries of a request answered 408/409/429/5xx or failing to connect (with back-off).",
+    )
+    timeout: float = Field(
+        default=600.0, gt=0, description="Seconds to wait for the server (connect: at most 10)."
+    )
 
     @model_validator(mode="after")
     def _no_unknown_keys(self) -> OpenAIProviderConfig:

@@ -124,7 +124,7 @@ class AgentConfig(_Strict):
     )
     model: str | None = Field(
         default=None,
-        examples=["anthropic/claude-haiku-4-5"],
+        examples=["anthropic/claude-haiku-5-5"],
         description="The agent's model, ``provider/model``; default: the session's.",
     )
     prompt: str | None = Field(
@@ -201,12 +201,12 @@ class CoreConfig(_Strict):
 
     model: str | None = Field(
         default=None,
-        examples=["anthropic/claude-sonnet-4-5"],
-        description="The default model, ``provider/model`` (e.g. ``anthropic/claude-sonnet-4-5``).",
+        examples=["anthropic/claude-sonnet-5-5"],
+        description="The default model, ``provider/model`` (e.g. ``anthropic/claude-sonnet-5-5``).",
     )
     small_model: str | None = Field(
         default=None,
-        examples=["anthropic/claude-haiku-4-5"],
+        examples=["anthropic/claude-haiku-5-5"],
         description="A cheaper model for internal work such as compaction summaries.",
     )
     default_agent: str | None = Field(

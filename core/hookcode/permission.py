@@ -369,8 +369,24 @@ class PermissionService:
         always: list[str] | None,
         metadata: dict[str, Any],
     ) -> None:
-        import asyncio
+        pending = self.decide(
+            ctx, permission=permission, patterns=patterns, always=always, metadata=metadata
+        )
+        if pending is not None:
+            await self.wait(ctx, pending)
 
+    def decide(
+        self,
+        ctx: ToolContext,
+        *,
+        permission: str,
+        patterns: list[str],
+        always: list[str] | None,
+        metadata: dict[str, Any],
+    ) -> tuple[PermissionRequest, int] | None:
+        """The synchronous start of :meth:`ask`: the votes. Returns None when they allowed the
+        request, raises PermissionDenied when they denied it, else returns what
+        :meth:`wait` needs to settle it (queue, re-vote, prompt)."""
         runtime = self.runtime
         self._seq += 1
         seq = self._seq
@@ -390,14 +406,22 @@ class PermissionService:
         vote = self.vote(request)
         if vote.action == "allow":
             self._decided(request, vote)
-            return
+            return None
         if vote.action == "deny":
             self._decided(request, vote)
             raise PermissionDenied(
                 vote.reason or deny_message(request.ruleset.matching(permission)),
                 rules=request.ruleset.matching(permission),
             )
+        return request, seq
 
+    async def wait(self, ctx: ToolContext, pending: tuple[PermissionRequest, int]) -> None:
+        """The rest of :meth:`ask` for a request the votes left at ``ask``."""
+        import asyncio
+
+        runtime = self.runtime
+        request, seq = pending
+        permission = request.permission
         lock = self._locks.setdefault(ctx.session_id, asyncio.Lock())
         self.pending[request.id] = request
         runtime.events.publish("permission.asked", **request.to_dict())  # pending from now (§5)

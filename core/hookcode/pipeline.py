@@ -29,6 +29,7 @@ from hookcode.errors import (
     ToolError,
     ToolTimeout,
 )
+from hookcode.plugins import _current_runtime
 from hookcode.store import ToolPartRecord
 from hookcode.tools import ToolResult
 
@@ -91,6 +92,16 @@ def _message(exc: BaseException) -> str:
 async def invoke(call: ToolCall, ctx: ToolContext) -> Outcome:
     """Run one call through the whole pipeline; never raises for a failing call (the
     Outcome carries the error), except for cancellation of the caller's task."""
+    # the hooks' current runtime (plugins.current_runtime()) set once for the whole call,
+    # not around each of its dozen hook calls (Plugins._call leaves it alone when set)
+    token = _current_runtime.set(ctx.runtime)
+    try:
+        return await _invoke(call, ctx)
+    finally:
+        _current_runtime.reset(token)
+
+
+async def _invoke(call: ToolCall, ctx: ToolContext) -> Outcome:
     runtime = ctx.runtime
     plugins = runtime.plugins
     ctx.tool = call.tool
@@ -127,8 +138,14 @@ async def invoke(call: ToolCall, ctx: ToolContext) -> Outcome:
         if ctx.abort.is_set():
             raise ToolAborted()
         if not tool.asks_permission:
-            # under the abort signal: a call queued behind another prompt must stop too
-            await _guarded(ctx.ask(entry.permission, ["*"], ["*"]), ctx, None)
+            # the votes settle most calls at once (ctx.ask's synchronous start); a call left
+            # at "ask" waits under the abort signal: one queued behind another prompt must
+            # stop too
+            pending = runtime.permissions.decide(
+                ctx, permission=entry.permission, patterns=["*"], always=["*"], metadata={}
+            )
+            if pending is not None:
+                await _guarded(runtime.permissions.wait(ctx, pending), ctx, None)
         ctx._validated = validated  # type: ignore[attr-defined]
         ctx._tool_obj = tool  # type: ignore[attr-defined]
         result = await _guarded(_execute_chain(plugins, call, ctx), ctx, runtime.timeout_for(tool))
@@ -175,6 +192,52 @@ async def _before_hooks(plugins: Any, call: ToolCall, ctx: ToolContext) -> None:
 
 async def _guarded(coro: Any, ctx: ToolContext, timeout: float | None) -> ToolResult:
     """Run ``coro`` until it finishes, the abort signal fires, or the timeout passes."""
+    signal = ctx.abort
+    if timeout is not None or signal.is_set():
+        return await _guarded_timed(coro, ctx, timeout)
+    # no timeout: one task for ``coro`` and a future woken by its end or by the abort
+    # signal's callback (no waiter task, no asyncio.wait)
+    loop = asyncio.get_running_loop()
+    task = asyncio.ensure_future(coro)
+    waiter = loop.create_future()
+
+    def wake(_: object = None) -> None:
+        if not waiter.done():
+            waiter.set_result(None)
+
+    def on_abort() -> None:  # from whichever thread aborts
+        with contextlib.suppress(RuntimeError):  # the loop is closed: nobody waits any more
+            loop.call_soon_threadsafe(wake)
+
+    task.add_done_callback(wake)
+    signal.add_callback(on_abort)
+    try:
+        await waiter
+    except asyncio.CancelledError:
+        task.cancel()
+        raise
+    finally:
+        task.remove_done_callback(wake)
+        _forget_callback(signal, on_abort)
+    if task.done():
+        return task.result()
+    task.cancel()
+    with contextlib.suppress(BaseException):  # the tool's own reaction to cancellation
+        await task
+    raise ToolAborted()
+
+
+def _forget_callback(signal: Any, callback: Any) -> None:
+    """Drop ``callback`` from an abort signal that did not fire (a session's signal lives
+    for many calls)."""
+    lock, callbacks = getattr(signal, "_lock", None), getattr(signal, "_callbacks", None)
+    if lock is None or callbacks is None:
+        return
+    with lock, contextlib.suppress(ValueError):
+        signal._callbacks.remove(callback)
+
+
+async def _guarded_timed(coro: Any, ctx: ToolContext, timeout: float | None) -> ToolResult:
     task = asyncio.ensure_future(coro)
     abort = asyncio.ensure_future(ctx.abort.wait())
     try:

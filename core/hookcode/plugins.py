@@ -362,6 +362,8 @@ class Plugins:
 
     def _call(self, impl: pluggy.HookImpl, hook: str, kwargs: Mapping[str, Any]) -> Any:
         args = [kwargs[name] for name in impl.argnames]
+        if not self.trace and _current_runtime.get(None) is self.runtime is not None:
+            return impl.function(*args)  # already set (a hook inside a hook, a tool call)
         token = _current_runtime.set(self.runtime)
         try:
             if not self.trace:

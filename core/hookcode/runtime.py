@@ -107,6 +107,8 @@ class Runtime:
         self._file_times: dict[str, FileTimes] = {}
         self._agents: dict[str, AgentSpec] | None = None
         self._base_rules: dict[str, list[Rule]] = {}
+        #: per session id: (the store's cached approvals list, the rules built from it)
+        self._approval_rules: dict[str | None, tuple[list[Any], list[Rule]]] = {}
         self._next_cleanup = 0.0
         #: per-path locks every writing tool holds while it checks, asks and writes
         self.path_locks = PathLocks()
@@ -326,13 +328,26 @@ class Runtime:
             rules += self.session_rules.get(session_id, [])
         remembered: list[Rule] = []
         if approvals:
-            for record in self.store.approvals(project=str(self.worktree), session_id=session_id):
-                scope = "session" if record.session_id else "project"
-                remembered.append(
-                    Rule(
-                        record.permission, record.pattern, "allow", f"approval:{scope}:{record.id}"
+            # the store answers from its cache (the same list object while the approvals are
+            # unchanged, in this process and in others); the rules are built once per answer
+            records = self.store._approvals_shared(str(self.worktree), session_id)
+            cached = self._approval_rules.get(session_id)
+            if cached is None or cached[0] is not records:
+                built: list[Rule] = []
+                for record in records:
+                    scope = "session" if record.session_id else "project"
+                    built.append(
+                        Rule(
+                            record.permission,
+                            record.pattern,
+                            "allow",
+                            f"approval:{scope}:{record.id}",
+                        )
                     )
-                )
+                if len(self._approval_rules) >= 256:
+                    self._approval_rules.clear()
+                cached = self._approval_rules[session_id] = (records, built)
+            remembered = list(cached[1])
         return Ruleset(rules, remembered)
 
     def invalidate(self) -> None:

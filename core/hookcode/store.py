@@ -33,7 +33,7 @@ import threading
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
-from dataclasses import astuple, dataclass, field
+from dataclasses import astuple, dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -288,8 +288,12 @@ class ApprovalRecord:
     created: float
 
 
+#: what ``json.dumps(value, ensure_ascii=False)`` builds on every call, built once
+_ENCODER = json.JSONEncoder(ensure_ascii=False)
+
+
 def _dumps(value: Any) -> str:
-    return json.dumps(value, ensure_ascii=False)
+    return _ENCODER.encode(value)
 
 
 def _split_statements(script: str) -> list[str]:
@@ -316,6 +320,11 @@ class Store:
         self.path: Path | str = path if str(path) == ":memory:" else Path(path)
         self._lock = threading.RLock()
         self._depth = 0  # nesting of _write() blocks on this connection
+        #: approvals() answers by (project, session_id), valid while this connection has not
+        #: written through _write() and ``PRAGMA data_version`` (which changes when another
+        #: connection commits) reads the same as when they were cached
+        self._approvals_cache: dict[tuple[str, str | None], list[ApprovalRecord]] = {}
+        self._approvals_version: int | None = None
         if isinstance(self.path, Path):
             try:
                 self.path.parent.mkdir(parents=True, exist_ok=True)
@@ -383,6 +392,7 @@ class Store:
     def _write(self) -> Iterator[sqlite3.Connection]:
         """One ``BEGIN IMMEDIATE`` transaction, committed on exit; nested blocks join it."""
         with self._lock:
+            self._approvals_cache.clear()  # any write may touch approvals (cascades too)
             if self._depth:
                 self._depth += 1
                 try:
@@ -525,8 +535,20 @@ class Store:
             _dumps(getattr(part, name)) if name in _PART_JSON_COLUMNS else getattr(part, name)
             for name in _PART_COLUMNS
         ]
-        with self._write() as conn:
-            conn.execute(_PART_UPSERT, values)
+        with self._lock:
+            if self._depth:  # inside a transaction(): join it
+                with self._write() as conn:
+                    conn.execute(_PART_UPSERT, values)
+                return
+            # a single statement outside a transaction is its own transaction (autocommit,
+            # taking the write lock at once like BEGIN IMMEDIATE), committed before execute
+            # returns: the same guarantee as _write() in one statement instead of three
+            try:
+                self._conn.execute(_PART_UPSERT, values)
+            except sqlite3.Error as exc:
+                if self._conn.in_transaction:
+                    self._conn.execute("ROLLBACK")
+                raise StoreError(f"{self.path}: {exc}") from exc
 
     @staticmethod
     def _part(row: tuple) -> ToolPartRecord:
@@ -579,13 +601,41 @@ class Store:
     def approvals(self, *, project: str, session_id: str | None = None) -> list[ApprovalRecord]:
         """The project's project-scoped approvals, then (given ``session_id``) that session's;
         each group in creation order."""
-        rows = self._query(
-            f"SELECT {_APPROVAL_FIELDS} FROM approvals WHERE project = ? "
-            "AND (session_id IS NULL OR session_id = ?) "
-            "ORDER BY session_id IS NOT NULL, seq",
-            (project, session_id),
-        )
-        return [ApprovalRecord(*row) for row in rows]
+        return [replace(record) for record in self._approvals_shared(project, session_id)]
+
+    def _approvals_shared(self, project: str, session_id: str | None) -> list[ApprovalRecord]:
+        """:meth:`approvals` from the cache, as the cached list itself (callers must not
+        change it): the same list object until the approvals may have changed."""
+        with self._lock:
+            if self._depth:  # inside a transaction(): raw writes may not pass _write()
+                self._approvals_cache.clear()
+                rows = self._query(
+                    f"SELECT {_APPROVAL_FIELDS} FROM approvals WHERE project = ? "
+                    "AND (session_id IS NULL OR session_id = ?) "
+                    "ORDER BY session_id IS NOT NULL, seq",
+                    (project, session_id),
+                )
+                return [ApprovalRecord(*row) for row in rows]
+            try:
+                version = self._conn.execute("PRAGMA data_version").fetchone()[0]
+            except sqlite3.Error as exc:
+                raise StoreError(f"{self.path}: {exc}") from exc
+            if version != self._approvals_version:
+                self._approvals_cache.clear()
+                self._approvals_version = version
+            key = (project, session_id)
+            cached = self._approvals_cache.get(key)
+            if cached is None:
+                if len(self._approvals_cache) >= 256:
+                    self._approvals_cache.clear()
+                rows = self._query(
+                    f"SELECT {_APPROVAL_FIELDS} FROM approvals WHERE project = ? "
+                    "AND (session_id IS NULL OR session_id = ?) "
+                    "ORDER BY session_id IS NOT NULL, seq",
+                    (project, session_id),
+                )
+                cached = self._approvals_cache[key] = [ApprovalRecord(*row) for row in rows]
+            return cached
 
     def remove_approval(self, id: str) -> bool:
         with self._write() as conn:

@@ -14,7 +14,6 @@ result (or error) in a ``<tool_result>`` block, in call order.
 
 from __future__ import annotations
 
-import asyncio
 import json
 import time
 from typing import Any
@@ -96,6 +95,7 @@ class BatchTool(Tool):
         return "\n".join(lines)
 
     async def run(self, args: Any, ctx: ToolContext) -> ToolResult:
+        import asyncio
         calls = [(c.tool, c.parameters) for c in args.tool_calls]
         runtime = ctx.runtime
         available = sorted(

@@ -149,8 +149,13 @@ def config_reference(runtime: Any) -> str:
         "| key | type | default | description | example |",
         "|---|---|---|---|---|",
     ]
-    core = {"properties": {k: v for k, v in schema["properties"].items()
-                           if not any(k == p.split(".")[0] for p in claimed)}}
+    core = {
+        "properties": {
+            k: v
+            for k, v in schema["properties"].items()
+            if not any(k == p.split(".")[0] for p in claimed)
+        }
+    }
     _rows("", core, defs, lines)
     for pattern in sorted(claimed):
         section = pattern.replace("*", "NAME")
@@ -158,7 +163,7 @@ def config_reference(runtime: Any) -> str:
             "",
             f"## `[{section}]` (plugin `{owners[pattern]}`)",
             "",
-            " ".join(((claimed[pattern].__doc__ or "").split())),
+            " ".join((claimed[pattern].__doc__ or "").split()),
             "",
             "| key | type | default | description | example |",
             "|---|---|---|---|---|",
@@ -185,26 +190,37 @@ def tools_reference(runtime: Any) -> str:
     ]
     entries = sorted(runtime.registry.entries.values(), key=lambda e: e.name)
     lines += ["| tool | distribution | permission |", "|---|---|---|"]
-    lines += [f"| [`{e.name}`](#{e.name}) | `{e.distribution}` | `{e.permission}` |"
-              for e in entries]
+    lines += [
+        f"| [`{e.name}`](#{e.name}) | `{e.distribution}` | `{e.permission}` |" for e in entries
+    ]
     for entry in entries:
         tool = entry.tool
         schema = tool.parameters
         required = set(schema.get("required", []))
         defs = schema.get("$defs", {})
-        lines += ["", f"## {entry.name}", "", f"Plugin `{entry.plugin}` "
-                  f"(`{entry.distribution}`); permission `{entry.permission}`.", ""]
+        lines += [
+            "",
+            f"## {entry.name}",
+            "",
+            f"Plugin `{entry.plugin}` (`{entry.distribution}`); permission `{entry.permission}`.",
+            "",
+        ]
         lines += ["```text", tool.description.strip(), "```", ""]
         props = schema.get("properties", {})
         if not props:
             lines.append("No parameters.")
             continue
-        lines += ["| parameter | type | required | default | description |", "|---|---|---|---|---|"]
+        lines += [
+            "| parameter | type | required | default | description |",
+            "|---|---|---|---|---|",
+        ]
         for name, node in props.items():
             default = f"`{json.dumps(node['default'])}`" if "default" in node else ""
             description = " ".join((node.get("description") or "").split())
-            lines.append(f"| `{name}` | {_type_of(node, defs)} | "
-                         f"{'yes' if name in required else ''} | {default} | {description} |")
+            lines.append(
+                f"| `{name}` | {_type_of(node, defs)} | "
+                f"{'yes' if name in required else ''} | {default} | {description} |"
+            )
     return "\n".join(lines).rstrip() + "\n"
 
 
@@ -235,10 +251,14 @@ def hooks_reference() -> str:
         "",
     ]
     # banner comments group the hooks, as in hookspecs.py: walk both in source order
-    marks = [(m.start(), "banner", m.group(1).strip())
-             for m in re.finditer(r"^# =+\n# (.+)\n# =+$", source, flags=re.M)]
-    marks += [(m.start(), "hook", m.group(1))
-              for m in re.finditer(r"^@hookspec(?:\([^)]*\))?\ndef (\w+)\(", source, re.M)]
+    marks = [
+        (m.start(), "banner", m.group(1).strip())
+        for m in re.finditer(r"^# =+\n# (.+)\n# =+$", source, flags=re.M)
+    ]
+    marks += [
+        (m.start(), "hook", m.group(1))
+        for m in re.finditer(r"^@hookspec(?:\([^)]*\))?\ndef (\w+)\(", source, re.M)
+    ]
     for _position, kind, name in sorted(marks):
         if kind == "banner":
             lines += [f"## {name}", ""]

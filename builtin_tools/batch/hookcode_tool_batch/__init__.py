@@ -96,6 +96,7 @@ class BatchTool(Tool):
 
     async def run(self, args: Any, ctx: ToolContext) -> ToolResult:
         import asyncio
+
         calls = [(c.tool, c.parameters) for c in args.tool_calls]
         runtime = ctx.runtime
         available = sorted(

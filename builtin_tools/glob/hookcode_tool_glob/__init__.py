@@ -82,7 +82,6 @@ async def glob(
     )
 
 
-
 def _relative(worktree: Path, path: Path) -> str:
     return os.path.relpath(path, worktree).replace(os.sep, "/")
 

@@ -123,7 +123,6 @@ async def grep(
     )
 
 
-
 class _Reversed:
     """A path that sorts backwards, so that a heap of (mtime, path, ...) keeps the newest
     files and, among files of the same time, the first paths."""

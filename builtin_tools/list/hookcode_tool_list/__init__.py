@@ -98,7 +98,6 @@ def render_tree(paths: list[str]) -> str:
     return "".join(line + "\n" for line in lines)
 
 
-
 @hookimpl
 def tool() -> list[Any]:
     return [list_]

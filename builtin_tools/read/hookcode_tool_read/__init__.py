@@ -59,11 +59,38 @@ _LINE_BYTES = MAX_LINE_LENGTH * 4 + 4
 SNIFF_BYTES = 4096
 INSTRUCTION_FILES = ("AGENTS.md", "CLAUDE.md", "CONTEXT.md")
 
-BINARY_EXTENSIONS = frozenset({
-    ".zip", ".tar", ".gz", ".exe", ".dll", ".so", ".class", ".jar", ".war", ".7z", ".doc",
-    ".docx", ".xls", ".xlsx", ".ppt", ".pptx", ".odt", ".ods", ".odp", ".bin", ".dat", ".obj",
-    ".o", ".a", ".lib", ".wasm", ".pyc", ".pyo",
-})
+BINARY_EXTENSIONS = frozenset(
+    {
+        ".zip",
+        ".tar",
+        ".gz",
+        ".exe",
+        ".dll",
+        ".so",
+        ".class",
+        ".jar",
+        ".war",
+        ".7z",
+        ".doc",
+        ".docx",
+        ".xls",
+        ".xlsx",
+        ".ppt",
+        ".pptx",
+        ".odt",
+        ".ods",
+        ".odp",
+        ".bin",
+        ".dat",
+        ".obj",
+        ".o",
+        ".a",
+        ".lib",
+        ".wasm",
+        ".pyc",
+        ".pyo",
+    }
+)
 #: read as text although some tables call them images or schemas
 TEXT_EXTENSIONS = frozenset({".svg", ".svgz", ".fbs"})
 _ATTACHMENT_TYPES = {
@@ -143,8 +170,9 @@ def read(
             title=title,
             output=message,
             metadata={"preview": message, "truncated": False, "loaded": []},
-            attachments=[Attachment(mime=mime, url=f"data:{mime};base64,{data}",
-                                    filename=path.name)],
+            attachments=[
+                Attachment(mime=mime, url=f"data:{mime};base64,{data}", filename=path.name)
+            ],
         )
 
     if _is_binary(path):
@@ -152,28 +180,30 @@ def read(
 
     text = _read_text(path, start, count, ctx)
     if text.total is not None and text.total < start and not (text.total == 0 and start == 1):
-        raise ToolError(
-            f"Offset {start} is out of range for this file ({text.total} lines)"
-        )
+        raise ToolError(f"Offset {start} is out of range for this file ({text.total} lines)")
     ctx.files.record(path)
 
     last = start + len(text.lines) - 1
     if text.capped:
-        footer = (f"(Output capped at {MAX_BYTES_LABEL}. Showing lines {start}-{last}. "
-                  f"Use offset={last + 1} to continue.)")
+        footer = (
+            f"(Output capped at {MAX_BYTES_LABEL}. Showing lines {start}-{last}. "
+            f"Use offset={last + 1} to continue.)"
+        )
     elif text.more:
-        footer = (f"(Showing lines {start}-{last} of {text.total}. "
-                  f"Use offset={last + 1} to continue.)")
+        footer = (
+            f"(Showing lines {start}-{last} of {text.total}. Use offset={last + 1} to continue.)"
+        )
     else:
         footer = f"(End of file - total {text.total} lines)"
     body = "\n".join(f"{start + i}: {line}" for i, line in enumerate(text.lines))
-    output = (f"<path>{path}</path>\n<type>file</type>\n<content>\n"
-              f"{body}\n\n{footer}\n</content>")
+    output = f"<path>{path}</path>\n<type>file</type>\n<content>\n{body}\n\n{footer}\n</content>"
 
     loaded: list[str] = []
     for instruction, content in _instructions(ctx, path):
-        output += (f"\n\n<system-reminder>\nInstructions from: {instruction}\n"
-                   f"{content}\n</system-reminder>")
+        output += (
+            f"\n\n<system-reminder>\nInstructions from: {instruction}\n"
+            f"{content}\n</system-reminder>"
+        )
         loaded.append(instruction)
 
     return ToolResult(
@@ -205,9 +235,7 @@ def _not_found(path: Path) -> str:
     except OSError:
         names = []
     suggestions = [
-        str(directory / name)
-        for name in names
-        if base in name.lower() or name.lower() in base
+        str(directory / name) for name in names if base in name.lower() or name.lower() in base
     ][:3]
     if suggestions:
         return f"File not found: {path}\n\nDid you mean one of these?\n" + "\n".join(suggestions)
@@ -227,19 +255,31 @@ def _directory(path: Path, title: str, start: int, count: int) -> ToolResult:
     shown = entries[start - 1 : start - 1 + count]
     truncated = start - 1 + len(shown) < len(entries)
     if truncated:
-        footer = (f"(Showing {len(shown)} of {len(entries)} entries. "
-                  f"Use 'offset' parameter to read beyond entry {start + len(shown)})")
+        footer = (
+            f"(Showing {len(shown)} of {len(entries)} entries. "
+            f"Use 'offset' parameter to read beyond entry {start + len(shown)})"
+        )
     else:
         footer = f"({len(entries)} entries)"
     output = "\n".join(
-        [f"<path>{path}</path>", "<type>directory</type>", "<entries>", *shown, "", footer,
-         "</entries>"]
+        [
+            f"<path>{path}</path>",
+            "<type>directory</type>",
+            "<entries>",
+            *shown,
+            "",
+            footer,
+            "</entries>",
+        ]
     )
     return ToolResult(
         title=title,
         output=output,
-        metadata={"preview": "\n".join(shown[:PREVIEW_LINES]), "truncated": truncated,
-                  "loaded": []},
+        metadata={
+            "preview": "\n".join(shown[:PREVIEW_LINES]),
+            "truncated": truncated,
+            "loaded": [],
+        },
     )
 
 

@@ -52,40 +52,18 @@ def plan_path(ctx: ToolContext) -> str:
 
 
 async def _ask_yes_no(ctx: ToolContext, text: str, header: str, yes: str, no: str) -> bool:
-    import asyncio
+    from hookcode.question import Option, Question, prompt
 
-    from hookcode.errors import ToolAborted
-    from hookcode.question import Option, Question, QuestionRequest
-
-    plugins = ctx.runtime.plugins
-    if not plugins.has_impls("question_prompt"):
+    if not ctx.runtime.plugins.has_impls("question_prompt"):
         raise ToolError(HEADLESS)
-    request = QuestionRequest(
-        id=ctx.runtime.new_id("que"),
-        session_id=ctx.session_id,
-        questions=[
-            Question(
-                question=text,
-                header=header,
-                options=[Option("Yes", yes), Option("No", no)],
-                multiple=False,
-                custom=False,
-            )
-        ],
-        tool={"message_id": ctx.message_id, "call_id": ctx.call_id},
+    question = Question(
+        question=text,
+        header=header,
+        options=[Option("Yes", yes), Option("No", no)],
+        multiple=False,
+        custom=False,
     )
-    loop = asyncio.get_running_loop()
-    future = loop.run_in_executor(
-        ctx.runtime.executor, lambda: plugins.call_first("question_prompt", request=request)
-    )
-    abort = asyncio.ensure_future(ctx.abort.wait())
-    try:
-        done, _ = await asyncio.wait({future, abort}, return_when=asyncio.FIRST_COMPLETED)
-    finally:
-        abort.cancel()
-    if future not in done:
-        raise ToolAborted()
-    answers = future.result()
+    answers = await prompt(ctx, [question])
     if not answers or not answers[0] or answers[0][0] != "Yes":
         raise QuestionDismissed()
     return True

@@ -62,32 +62,11 @@ class NoFrontEnd(ToolError):
 async def ask_user(ctx: ToolContext, questions: list[Any]) -> list[list[str]]:
     """Ask through ``question_prompt``; the answers, one list per question (padded with empty
     lists). Raises NoFrontEnd (headless), QuestionDismissed (None) or ToolAborted (abort)."""
-    import asyncio
+    from hookcode.question import prompt
 
-    from hookcode.errors import ToolAborted
-    from hookcode.question import QuestionRequest
-
-    plugins = ctx.runtime.plugins
-    if not plugins.has_impls("question_prompt"):
+    if not ctx.runtime.plugins.has_impls("question_prompt"):
         raise NoFrontEnd()
-    request = QuestionRequest(
-        id=ctx.runtime.new_id("que"),
-        session_id=ctx.session_id,
-        questions=list(questions),
-        tool={"message_id": ctx.message_id, "call_id": ctx.call_id},
-    )
-    loop = asyncio.get_running_loop()
-    future = loop.run_in_executor(
-        ctx.runtime.executor, lambda: plugins.call_first("question_prompt", request=request)
-    )
-    abort = asyncio.ensure_future(ctx.abort.wait())
-    try:
-        done, _ = await asyncio.wait({future, abort}, return_when=asyncio.FIRST_COMPLETED)
-    finally:
-        abort.cancel()
-    if future not in done:
-        raise ToolAborted()
-    answers = future.result()
+    answers = await prompt(ctx, list(questions))
     if answers is None:
         raise QuestionDismissed()
     out = [[str(a) for a in (answer or [])] for answer in list(answers)[: len(questions)]]

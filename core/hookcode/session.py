@@ -280,6 +280,8 @@ class _Step:
     text: list[str] = field(default_factory=list)
     dirty: set[str] = field(default_factory=set)
     saved_at: float = 0.0
+    #: persists the provider's per-session state (where a script is); run before a call starts
+    save_state: Callable[[], None] | None = None
 
 
 class SessionLoop:
@@ -602,6 +604,9 @@ class SessionLoop:
                 agent=agent,
                 state=self._provider_state(provider),
             )
+            # a process killed while this step's calls run must resume after this reply, not
+            # replay it: the state is saved before the first call starts (and again at the end)
+            st.save_state = lambda p=provider, r=request: self._save_provider_state(p, r.state)
             await self._stream(provider, request, msg, st, run_calls)
             self._save_provider_state(provider, request.state)
             error = st.error
@@ -808,6 +813,8 @@ class SessionLoop:
             self._fail_part(msg, part, NOT_OFFERED, input=event.input)
             return
         assert self.session is not None
+        if st.save_state is not None:
+            st.save_state()
         part.state.status = "running"
         part.state.time.start = time.time()
         call = ToolCall(

@@ -211,6 +211,10 @@ _PART_UPSERT = (
 _APPROVAL_FIELDS = "id, project, session_id, permission, pattern, created"
 
 
+#: how long a write waits for another process's lock (ms)
+BUSY_TIMEOUT_MS = 5000
+
+
 class StoreError(HookcodeError):
     """The store cannot be used as asked; the message names the database file."""
 
@@ -346,15 +350,26 @@ class Store:
     # -- connection and migrations ------------------------------------------------------------
 
     def _configure(self) -> None:
-        try:
-            conn = self._conn
-            conn.execute("PRAGMA busy_timeout = 5000")
-            if conn.execute("PRAGMA journal_mode").fetchone()[0].lower() != "wal":
-                conn.execute("PRAGMA journal_mode = WAL")
-            conn.execute("PRAGMA synchronous = NORMAL")
-            conn.execute("PRAGMA foreign_keys = ON")
-        except sqlite3.Error as exc:
-            raise StoreError(f"{self.path}: cannot open the database: {exc}") from exc
+        # Switching a new database to WAL needs an exclusive lock, and SQLite may answer
+        # "database is locked" at once (without the busy handler) while another process is
+        # creating the same database: retry for as long as the busy timeout would wait.
+        deadline = time.monotonic() + BUSY_TIMEOUT_MS / 1000
+        while True:
+            try:
+                conn = self._conn
+                conn.execute(f"PRAGMA busy_timeout = {BUSY_TIMEOUT_MS}")
+                if conn.execute("PRAGMA journal_mode").fetchone()[0].lower() != "wal":
+                    conn.execute("PRAGMA journal_mode = WAL")
+                conn.execute("PRAGMA synchronous = NORMAL")
+                conn.execute("PRAGMA foreign_keys = ON")
+                return
+            except sqlite3.OperationalError as exc:
+                busy = "locked" in str(exc) or "busy" in str(exc)
+                if not busy or time.monotonic() >= deadline:
+                    raise StoreError(f"{self.path}: cannot open the database: {exc}") from exc
+                time.sleep(0.02)
+            except sqlite3.Error as exc:
+                raise StoreError(f"{self.path}: cannot open the database: {exc}") from exc
 
     def _check_version(self, version: int) -> None:
         if version > len(MIGRATIONS):

@@ -35,6 +35,7 @@ if TYPE_CHECKING:
     from pydantic import BaseModel, ValidationError
 
     from hookcode.filetime import FileTimes
+    from hookcode.pipeline import Outcome
     from hookcode.runtime import Runtime
 
 __all__ = [
@@ -309,6 +310,16 @@ class ToolContext:
 
         Returns its result; raises the :class:`~hookcode.errors.ToolError` it failed with.
         """
+        outcome = await self.invoke_outcome(tool, args)
+        if outcome.error is not None:
+            raise outcome.error
+        assert outcome.result is not None
+        return outcome.result
+
+    async def invoke_outcome(self, tool: str, args: dict[str, Any] | str | None = None) -> Outcome:
+        """:meth:`invoke`, returning the :class:`~hookcode.pipeline.Outcome` (result or error)
+        instead of raising: the call runs as this call's agent and model, with its own call id,
+        this call as its parent, and an abort signal that follows this call's."""
         from hookcode.pipeline import invoke
 
         call = ToolCall(
@@ -331,11 +342,7 @@ class ToolContext:
             abort=AbortSignal(self.abort),
             tool=tool,
         )
-        outcome = await invoke(call, child)
-        if outcome.error is not None:
-            raise outcome.error
-        assert outcome.result is not None
-        return outcome.result
+        return await invoke(call, child)
 
     def invoke_sync(self, tool: str, args: dict[str, Any] | str | None = None) -> ToolResult:
         """:meth:`invoke` for sync tools running in a worker thread."""

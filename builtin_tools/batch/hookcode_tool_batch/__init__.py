@@ -118,7 +118,7 @@ class BatchTool(Tool):
             if tool.lower() not in folded:
                 message = f"Tool '{tool}' not in registry. Available tools: {', '.join(available)}"
                 return False, _refuse(ctx, tool, params, message)
-            outcome = await _invoke(ctx, tool, params)
+            outcome = await ctx.invoke_outcome(tool, params)
             return outcome.ok, outcome
 
         results = await asyncio.gather(*(one(i, t, p) for i, (t, p) in enumerate(calls)))
@@ -162,34 +162,6 @@ class BatchTool(Tool):
             },
             attachments=attachments,
         )
-
-
-async def _invoke(ctx: ToolContext, tool: str, params: dict[str, Any]) -> Any:
-    """One sub-call through the whole pipeline, as the calling agent and model."""
-    from hookcode.pipeline import invoke
-    from hookcode.tools import AbortSignal, ToolCall
-
-    call = ToolCall(
-        tool=tool,
-        args=params,
-        call_id=ctx.runtime.new_id("call"),
-        session_id=ctx.session_id,
-        agent=ctx.agent,
-        message_id=ctx.message_id,
-        model=ctx.model,
-        parent_call_id=ctx.call_id,
-    )
-    sub = ToolContext(
-        ctx.runtime,
-        session_id=ctx.session_id,
-        call_id=call.call_id,
-        agent=ctx.agent,
-        message_id=ctx.message_id,
-        model=ctx.model,
-        abort=AbortSignal(ctx.abort),
-        tool=tool,
-    )
-    return await invoke(call, sub)
 
 
 def _refuse(ctx: ToolContext, tool: str, params: dict[str, Any], message: str) -> tuple[str, str]:

@@ -21,7 +21,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Literal
 
-from hookcode.errors import PermissionDenied, PermissionRejected, ToolAborted
+from hookcode.errors import PermissionDenied, PermissionRejected
 
 if TYPE_CHECKING:
     import asyncio
@@ -516,8 +516,6 @@ class PermissionService:
         self, request: PermissionRequest, ctx: ToolContext
     ) -> tuple[str | None, Reply]:
         """The front end that answered (None: nobody, so reject) and its reply."""
-        import asyncio
-
         plugins = self.runtime.plugins
         if not plugins.has_impls("permission_prompt"):
             return None, Reply("reject")
@@ -532,16 +530,7 @@ class PermissionService:
                     return plugin, value
             return None, None
 
-        loop = asyncio.get_running_loop()
-        future = loop.run_in_executor(self.runtime.executor, first_answer)
-        abort = asyncio.ensure_future(ctx.abort.wait())
-        try:
-            done, _ = await asyncio.wait({future, abort}, return_when=asyncio.FIRST_COMPLETED)
-        finally:
-            abort.cancel()
-        if future not in done:
-            raise ToolAborted()
-        front_end, reply = future.result()
+        front_end, reply = await ctx.run_blocking(first_answer)
         if reply is None:
             return None, Reply("reject")
         if isinstance(reply, str):

@@ -38,12 +38,8 @@ class QuestionRequest:
 async def prompt(ctx: ToolContext, questions: list[Question]) -> list[list[str]] | None:
     """Ask ``questions`` through the ``question_prompt`` hook (a front end), in a worker thread so
     the event loop keeps running; the answers, or None when the user dismissed them. Raises
-    ToolAborted when the call's abort signal fires first. Callers check for a front end first
+    ToolAborted when the call's abort signal fires first (:meth:`ToolContext.run_blocking`). Callers check for a front end first
     (``ctx.runtime.plugins.has_impls("question_prompt")``): headless means nobody to ask."""
-    import asyncio
-
-    from hookcode.errors import ToolAborted
-
     runtime = ctx.runtime
     request = QuestionRequest(
         id=runtime.new_id("que"),
@@ -51,16 +47,6 @@ async def prompt(ctx: ToolContext, questions: list[Question]) -> list[list[str]]
         questions=list(questions),
         tool={"message_id": ctx.message_id, "call_id": ctx.call_id},
     )
-    loop = asyncio.get_running_loop()
-    future = loop.run_in_executor(
-        runtime.executor,
-        lambda: runtime.plugins.call_first("question_prompt", request=request),
+    return await ctx.run_blocking(
+        lambda: runtime.plugins.call_first("question_prompt", request=request)
     )
-    abort = asyncio.ensure_future(ctx.abort.wait())
-    try:
-        done, _ = await asyncio.wait({future, abort}, return_when=asyncio.FIRST_COMPLETED)
-    finally:
-        abort.cancel()
-    if future not in done:
-        raise ToolAborted()
-    return future.result()

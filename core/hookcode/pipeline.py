@@ -198,7 +198,7 @@ async def _body(
                 value = plugins._call(
                     impl, "tool_execute_after", {"call": call, "result": result, "ctx": ctx}
                 )
-                if inspect.isawaitable(value):
+                if value is not None and inspect.isawaitable(value):
                     await value
             except Exception as exc:
                 raise HookFailed(impl.plugin_name, "tool_execute_after", exc) from exc
@@ -218,7 +218,7 @@ async def _before_hooks(plugins: Any, call: ToolCall, ctx: ToolContext) -> None:
     for impl in plugins.impls("tool_execute_before"):
         try:
             value = plugins._call(impl, "tool_execute_before", {"call": call, "ctx": ctx})
-            if inspect.isawaitable(value):
+            if value is not None and inspect.isawaitable(value):
                 await value
         except ToolBlocked:
             raise
@@ -350,7 +350,7 @@ async def _execute_chain(plugins: Any, call: ToolCall, ctx: ToolContext) -> Tool
     async def innermost() -> ToolResult:
         for impl in plain:
             value = plugins._call(impl, "tool_execute", kwargs)
-            if inspect.isawaitable(value):
+            if value is not None and inspect.isawaitable(value):
                 value = await value
             if value is not None:
                 if isinstance(value, str):
@@ -435,7 +435,7 @@ async def _error_hooks(plugins: Any, call: ToolCall, ctx: ToolContext, outcome: 
             value = plugins._call(
                 impl, "tool_execute_error", {"call": call, "error": error, "ctx": ctx}
             )
-            if inspect.isawaitable(value):
+            if value is not None and inspect.isawaitable(value):
                 value = await value
         except Exception as exc:
             plugins.report(impl.plugin_name, "tool_execute_error", exc)

@@ -132,6 +132,8 @@ class Plugins:
         self.runtime: Any = None
         self._history: list[tuple[str, dict[str, Any]]] = []
         self._order = 0
+        #: impls() per hook, dropped whenever a plugin is registered or unregistered
+        self._impls: dict[str, list[pluggy.HookImpl]] = {}
         self._spec_names = {
             name for name in dir(hookspecs) if hasattr(getattr(self.pm.hook, name, None), "spec")
         }
@@ -158,6 +160,7 @@ class Plugins:
         info = PluginInfo(
             name=name, distribution=distribution, version=version, module=module, order=self._order
         )
+        self._impls.clear()
         if name in self.infos and self.infos[name].status == "loaded":
             # keep the loaded plugin's record: report the newcomer without recording it
             info.status, info.error = "failed", f"a plugin named {name!r} is already registered"
@@ -195,6 +198,7 @@ class Plugins:
         return info
 
     def unregister(self, name: str) -> None:
+        self._impls.clear()
         plugin = self.pm.get_plugin(name)
         if plugin is not None:
             self.pm.unregister(plugin)
@@ -332,9 +336,13 @@ class Plugins:
         return [i for i in self.infos.values() if i.status != "loaded"]
 
     def impls(self, hook: str) -> list[pluggy.HookImpl]:
-        """Implementations in pluggy's call order (last registered first, tryfirst/trylast)."""
-        caller = getattr(self.pm.hook, hook)
-        return list(reversed(caller.get_hookimpls()))
+        """Implementations in pluggy's call order (last registered first, tryfirst/trylast).
+        The list is shared (kept until the next register/unregister): do not change it."""
+        impls = self._impls.get(hook)
+        if impls is None:
+            caller = getattr(self.pm.hook, hook)
+            impls = self._impls[hook] = list(reversed(caller.get_hookimpls()))
+        return impls
 
     def impls_in_registration_order(self, hook: str) -> list[pluggy.HookImpl]:
         """Registration order; a ``tryfirst`` implementation counts as registered before every
@@ -354,14 +362,14 @@ class Plugins:
         return info.order if info else 1 << 30
 
     def has_impls(self, hook: str) -> bool:
-        return bool(getattr(self.pm.hook, hook).get_hookimpls())
+        return bool(self.impls(hook))
 
     # -- calling ------------------------------------------------------------------------------
     def report(self, plugin: str, hook: str, exc: BaseException) -> None:
         self.warn(f"plugin {plugin!r} raised in hook {hook!r}: {_describe(exc)} (skipped)")
 
     def _call(self, impl: pluggy.HookImpl, hook: str, kwargs: Mapping[str, Any]) -> Any:
-        args = [kwargs[name] for name in impl.argnames]
+        args = map(kwargs.__getitem__, impl.argnames)
         if not self.trace and _current_runtime.get(None) is self.runtime is not None:
             return impl.function(*args)  # already set (a hook inside a hook, a tool call)
         token = _current_runtime.set(self.runtime)
@@ -387,7 +395,7 @@ class Plugins:
                 continue
             try:
                 value = self._call(impl, hook, kwargs)
-                if inspect.iscoroutine(value):
+                if value is not None and inspect.iscoroutine(value):
                     value.close()
                     raise TypeError(f"hook {hook!r} does not take async implementations")
             except Exception as exc:

@@ -8,6 +8,7 @@ registered at run time too (:meth:`Registry.register`), replacing a tool of the 
 from __future__ import annotations
 
 import copy
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -140,30 +141,39 @@ class Registry:
     ) -> list[ToolEntry]:
         """The tools offered to ``agent``: hidden when its rules deny the tool's permission
         for ``*``, and filtered for the model family (apply_patch vs edit/write/multiedit)."""
+        offered = self._offered(agent, session_id, model)
+        return [entry for entry in self.entries.values() if offered(entry)]
+
+    def _offered(
+        self, agent: str, session_id: str | None, model: str | None
+    ) -> Callable[[ToolEntry], bool]:
+        """Whether an entry is among :meth:`available` (one ruleset for every entry asked)."""
         ruleset = self.runtime.ruleset(agent, session_id, approvals=False)
         edit_tools = self.runtime.config.core.edit_tools
-        out = []
-        for entry in self.entries.values():
+
+        def offered(entry: ToolEntry) -> bool:
             if ruleset.disabled(entry.permission):
-                continue
-            if model is not None and not _model_allows(model, entry.name, edit_tools):
-                continue
-            out.append(entry)
-        return out
+                return False
+            return model is None or _model_allows(model, entry.name, edit_tools)
+
+        return offered
 
     def resolve(
         self, name: str, agent: str, session_id: str | None = None, model: str | None = None
     ) -> ToolEntry:
         """The tool ``name`` as ``agent`` may call it; a case-insensitive match is accepted;
         otherwise UnknownTool naming the available tools."""
-        available = self.available(agent, session_id, model)
-        by_name = {e.name: e for e in available}
-        if name in by_name:
-            return by_name[name]
-        folded = [e for e in available if e.name.lower() == str(name).lower()]
+        offered = self._offered(agent, session_id, model)
+        entry = self.entries.get(name)
+        if entry is not None and offered(entry):
+            return entry  # the common case: only this entry's rules are looked at
+        folded = [
+            e for e in self.entries.values() if e.name.lower() == str(name).lower() and offered(e)
+        ]
         if len(folded) == 1:
             return folded[0]
-        names = ", ".join(sorted(by_name)) or "none"
+        names = ", ".join(sorted(e.name for e in self.available(agent, session_id, model)))
+        names = names or "none"
         raise UnknownTool(
             f"Model tried to call unavailable tool '{name}'. Available tools: {names}."
         )

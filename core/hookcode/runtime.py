@@ -5,9 +5,9 @@ from __future__ import annotations
 
 import os
 import time
-from contextvars import ContextVar
 from collections.abc import Callable, Mapping
 from concurrent.futures import ThreadPoolExecutor
+from contextvars import ContextVar
 from pathlib import Path
 from typing import IO, TYPE_CHECKING, Any
 
@@ -68,10 +68,10 @@ def realpath_nearest(path: Path) -> Path:
     return resolved
 
 
-
 #: the innermost call of this task whose running state is not committed yet (an object with
 #: ``commit()``, set by ``pipeline.invoke``); see :meth:`Runtime.record_part`
 unrecorded_running: ContextVar[Any] = ContextVar("hookcode_unrecorded_running", default=None)
+
 
 class Runtime:
     """Everything a session or a CLI command needs, for one working directory."""
@@ -329,9 +329,9 @@ class Runtime:
     def ruleset(
         self, agent: str, session_id: str | None = None, *, approvals: bool = True
     ) -> Ruleset:
-        rules = list(self.base_rules(agent))
-        if session_id is not None:
-            rules += self.session_rules.get(session_id, [])
+        rules = self.base_rules(agent)
+        session = self.session_rules.get(session_id) if session_id is not None else None
+        rules = rules + session if session else list(rules)
         remembered: list[Rule] = []
         if approvals:
             # the store answers from its cache (the same list object while the approvals are
@@ -372,9 +372,12 @@ class Runtime:
         if own is not None:
             max_lines = own.max_lines or max_lines
             max_bytes = own.max_bytes or max_bytes
-        has_task = "task" in self.registry.entries and not self.ruleset(
-            ctx.agent, ctx.session_id, approvals=False
-        ).disabled("task")
+
+        def has_task() -> bool:
+            return "task" in self.registry.entries and not self.ruleset(
+                ctx.agent, ctx.session_id, approvals=False
+            ).disabled("task")
+
         cut = self.truncator.truncate(
             result.output,
             max_lines=max_lines,

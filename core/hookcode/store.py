@@ -213,6 +213,10 @@ _APPROVAL_FIELDS = "id, project, session_id, permission, pattern, created"
 
 #: how long a write waits for another process's lock (ms)
 BUSY_TIMEOUT_MS = 5000
+#: commits between two WAL checkpoints. A thread of the store's own runs them: SQLite's
+#: automatic checkpoint runs inside whichever commit crosses its threshold and makes the
+#: commits pay for it (about a quarter of a small commit's cost, on average, here)
+CHECKPOINT_EVERY = 256
 
 
 class StoreError(HookcodeError):
@@ -297,6 +301,8 @@ _ENCODER = json.JSONEncoder(ensure_ascii=False)
 
 
 def _dumps(value: Any) -> str:
+    if not value and type(value) in (dict, list):  # most parts' metadata or attachments
+        return "{}" if type(value) is dict else "[]"
     return _ENCODER.encode(value)
 
 
@@ -317,6 +323,45 @@ def _split_statements(script: str) -> list[str]:
     return statements
 
 
+class _Checkpointer:
+    """Runs ``PRAGMA wal_checkpoint(PASSIVE)`` on a connection and a daemon thread of its own
+    each time it is woken (PASSIVE: it never waits for, or blocks, a reader or a writer).
+    A checkpoint that fails (the database is busy) is left to the next one."""
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+        self._wake = threading.Event()
+        self._stopping = False
+        self._thread = threading.Thread(
+            target=self._run, name=f"hookcode-store-checkpoint {path.name}", daemon=True
+        )
+        self._thread.start()
+
+    def wake(self) -> None:
+        self._wake.set()
+
+    def _run(self) -> None:
+        try:
+            conn = sqlite3.connect(str(self.path), isolation_level=None, check_same_thread=False)
+        except sqlite3.Error:
+            return  # the committing connections go on; the WAL is checkpointed when closed
+        try:
+            while True:
+                self._wake.wait()
+                self._wake.clear()
+                if self._stopping:
+                    return
+                with contextlib.suppress(sqlite3.Error):
+                    conn.execute("PRAGMA wal_checkpoint(PASSIVE)").fetchall()
+        finally:
+            conn.close()
+
+    def stop(self) -> None:
+        self._stopping = True
+        self._wake.set()
+        self._thread.join(timeout=10)
+
+
 class Store:
     """The SQLite store at ``path`` (created with its parent directories; ``":memory:"`` works)."""
 
@@ -329,6 +374,8 @@ class Store:
         #: connection commits) reads the same as when they were cached
         self._approvals_cache: dict[tuple[str, str | None], list[ApprovalRecord]] = {}
         self._approvals_version: int | None = None
+        self._commits = 0  # since the last checkpoint was asked for
+        self._checkpointer: _Checkpointer | None = None  # started by the first checkpoint
         if isinstance(self.path, Path):
             try:
                 self.path.parent.mkdir(parents=True, exist_ok=True)
@@ -362,6 +409,8 @@ class Store:
                     conn.execute("PRAGMA journal_mode = WAL")
                 conn.execute("PRAGMA synchronous = NORMAL")
                 conn.execute("PRAGMA foreign_keys = ON")
+                if isinstance(self.path, Path):
+                    conn.execute("PRAGMA wal_autocheckpoint = 0")  # see _committed()
                 return
             except sqlite3.OperationalError as exc:
                 busy = "locked" in str(exc) or "busy" in str(exc)
@@ -436,6 +485,17 @@ class Store:
                 if self._conn.in_transaction:
                     self._conn.execute("ROLLBACK")
                 raise StoreError(f"{self.path}: cannot commit: {exc}") from exc
+            self._committed()
+
+    def _committed(self) -> None:
+        """Count a commit; every CHECKPOINT_EVERY, wake the checkpoint thread (this
+        connection's automatic checkpoint is off)."""
+        self._commits += 1
+        if self._commits >= CHECKPOINT_EVERY and isinstance(self.path, Path):
+            self._commits = 0
+            if self._checkpointer is None:
+                self._checkpointer = _Checkpointer(self.path)
+            self._checkpointer.wake()
 
     def transaction(self) -> contextlib.AbstractContextManager[sqlite3.Connection]:
         """Group several writes into one transaction (committed at the end, rolled back on an
@@ -450,8 +510,12 @@ class Store:
                 raise StoreError(f"{self.path}: {exc}") from exc
 
     def close(self) -> None:
-        """Close the connection (idempotent)."""
+        """Close the connection (idempotent); the last connection to close checkpoints the
+        WAL into the database."""
         with self._lock:
+            checkpointer, self._checkpointer = self._checkpointer, None
+            if checkpointer is not None:
+                checkpointer.stop()
             self._conn.close()
 
     def __enter__(self) -> Store:
@@ -564,6 +628,7 @@ class Store:
                 if self._conn.in_transaction:
                     self._conn.execute("ROLLBACK")
                 raise StoreError(f"{self.path}: {exc}") from exc
+            self._committed()
 
     @staticmethod
     def _part(row: tuple) -> ToolPartRecord:

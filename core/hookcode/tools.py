@@ -106,7 +106,7 @@ class AbortSignal:
     """A thread-safe abort flag that async code can await and sync code can poll."""
 
     def __init__(self, parent: AbortSignal | None = None) -> None:
-        self._event = threading.Event()
+        self._set = False  # written under the lock; read without it (a bool read is atomic)
         self._callbacks: list[Callable[[], None]] = []
         self._lock = threading.Lock()
         self.reason: str | None = None
@@ -114,18 +114,18 @@ class AbortSignal:
             parent.add_callback(lambda: self.abort(parent.reason))
 
     def is_set(self) -> bool:
-        return self._event.is_set()
+        return self._set
 
     @property
     def aborted(self) -> bool:
-        return self._event.is_set()
+        return self._set
 
     def abort(self, reason: str | None = None) -> None:
         with self._lock:
-            if self._event.is_set():
+            if self._set:
                 return
             self.reason = reason
-            self._event.set()
+            self._set = True
             callbacks, self._callbacks = self._callbacks, []
         for callback in callbacks:
             callback()
@@ -133,7 +133,7 @@ class AbortSignal:
     def add_callback(self, callback: Callable[[], None]) -> None:
         """Call ``callback`` (from whichever thread aborts) once the signal fires."""
         with self._lock:
-            if not self._event.is_set():
+            if not self._set:
                 self._callbacks.append(callback)
                 return
         callback()
@@ -148,7 +148,7 @@ class AbortSignal:
         """Return once the signal fires."""
         import asyncio
 
-        if self._event.is_set():
+        if self._set:
             return
         loop = asyncio.get_running_loop()
         future: asyncio.Future[None] = loop.create_future()
@@ -525,14 +525,17 @@ class Tool:
     def validate(self, args: Any) -> BaseModel:
         """Validate raw arguments (dict or JSON string); raise InvalidArguments naming each
         bad field."""
-        from pydantic import ValidationError
-
         model = self.args_model
-        args = self.parse_arguments(args)
+        if type(args) is not dict:
+            args = self.parse_arguments(args)
         try:
             return model.model_validate(args)
-        except ValidationError as exc:
-            raise InvalidArguments(self.format_validation_error(exc)) from None
+        except Exception as exc:
+            from pydantic import ValidationError
+
+            if isinstance(exc, ValidationError):
+                raise InvalidArguments(self.format_validation_error(exc)) from None
+            raise
 
     def parse_arguments(self, args: Any) -> dict[str, Any]:
         """Raw arguments as a dict: a JSON string is decoded, None is ``{}``; anything that is

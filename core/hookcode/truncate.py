@@ -22,7 +22,7 @@ import codecs
 import re
 import time
 from collections import deque
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from types import TracebackType
@@ -108,9 +108,11 @@ class Truncator:
         max_lines: int = DEFAULT_MAX_LINES,
         max_bytes: int = DEFAULT_MAX_BYTES,
         direction: Direction = "head",
-        has_task: bool = False,
+        has_task: bool | Callable[[], bool] = False,
     ) -> Truncated:
-        """Cut ``text`` to the budgets; when cut, the full text goes to a new spill file."""
+        """Cut ``text`` to the budgets; when cut, the full text goes to a new spill file.
+        ``has_task`` (whether the hint may suggest the task tool) may be a function, asked
+        only when the text is cut."""
         _check(max_lines, max_bytes, direction)
         total_lines = text.count("\n") + 1
         total_bytes = _nbytes(text)
@@ -129,7 +131,7 @@ class Truncator:
             max_lines=max_lines,
             max_bytes=max_bytes,
             direction=direction,
-            hint=hint_text(path, has_task),
+            hint=hint_text(path, has_task() if callable(has_task) else has_task),
         )
         return Truncated(content, True, path, total_lines, total_bytes)
 

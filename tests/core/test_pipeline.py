@@ -1138,6 +1138,7 @@ def test_running_is_committed_the_first_time_the_call_waits(hookcode_env: Any) -
 
 def test_a_call_that_never_waits_commits_its_result_once(hookcode_env: Any) -> None:
     states: list[str] = []
+
     @tool
     async def fails() -> str:
         """Fails without waiting."""

@@ -113,6 +113,42 @@ def test_close_is_idempotent_and_context_manager(db_path: Path) -> None:
         st.list_sessions()
 
 
+def test_checkpoints_run_on_a_thread_of_their_own(db_path: Path, store: Store) -> None:
+    # the committing connection never checkpoints (a commit that did would pay for it) ...
+    assert store._conn.execute("PRAGMA wal_autocheckpoint").fetchone()[0] == 0
+    session = store.create_session(project="p", directory="/d")
+    size_before = db_path.stat().st_size
+    wal = db_path.with_name(db_path.name + "-wal")
+    for i in range(store_module.CHECKPOINT_EVERY * 3):
+        store.save_tool_part(
+            ToolPartRecord(
+                id=f"call_{i:05d}",
+                session_id=session.id,
+                tool="t",
+                state="completed",
+                output="x" * 200,
+            )
+        )
+    # ... the store's checkpoint thread copies the WAL into the database file meanwhile
+    deadline = time.monotonic() + 10
+    while db_path.stat().st_size <= size_before and time.monotonic() < deadline:
+        time.sleep(0.02)
+    assert db_path.stat().st_size > size_before
+    thread = store._checkpointer._thread  # type: ignore[union-attr]
+    assert thread.is_alive() and thread.daemon
+    store.close()
+    assert not thread.is_alive()  # stopped by close, which checkpoints the rest
+    assert not wal.exists() or wal.stat().st_size == 0
+    assert integrity(db_path) == "ok"
+    with Store(db_path) as again:
+        assert len(again.tool_parts(session.id)) == store_module.CHECKPOINT_EVERY * 3
+
+
+def test_a_store_with_few_commits_starts_no_thread(store: Store) -> None:
+    store.create_session(project="p", directory="/d")
+    assert store._checkpointer is None
+
+
 # -- sessions ----------------------------------------------------------------------------------
 
 
@@ -600,25 +636,56 @@ def _message(store: Store, session_id: str, id: str, role: str = "user", **data)
 def test_messages_and_parts_round_trip_in_order(store: Store) -> None:
     s = store.create_session(project="p", directory="/d")
     _message(store, s.id, "msg_1", text_ignored=None)
-    store.save_part({"id": "p1", "session_id": s.id, "message_id": "msg_1", "type": "text",
-                     "text": "hi"})
+    store.save_part(
+        {"id": "p1", "session_id": s.id, "message_id": "msg_1", "type": "text", "text": "hi"}
+    )
     _message(store, s.id, "msg_2", "assistant", agent="build", tokens={"input": 3})
-    store.save_part({"id": "p2", "session_id": s.id, "message_id": "msg_2", "type": "reasoning",
-                     "text": "hmm", "signature": "sig"})
-    store.save_tool_part(ToolPartRecord(id="call_1", session_id=s.id, tool="read",
-                                        state="pending", message_id="msg_2"))
-    store.save_part({"id": "p3", "session_id": s.id, "message_id": "msg_2", "type": "tool",
-                     "call_id": "call_1"})
-    store.save_part({"id": "p4", "session_id": s.id, "message_id": "msg_2", "type": "text",
-                     "text": "partial"})
+    store.save_part(
+        {
+            "id": "p2",
+            "session_id": s.id,
+            "message_id": "msg_2",
+            "type": "reasoning",
+            "text": "hmm",
+            "signature": "sig",
+        }
+    )
+    store.save_tool_part(
+        ToolPartRecord(
+            id="call_1", session_id=s.id, tool="read", state="pending", message_id="msg_2"
+        )
+    )
+    store.save_part(
+        {"id": "p3", "session_id": s.id, "message_id": "msg_2", "type": "tool", "call_id": "call_1"}
+    )
+    store.save_part(
+        {"id": "p4", "session_id": s.id, "message_id": "msg_2", "type": "text", "text": "partial"}
+    )
     # updates keep each part's place
-    store.save_part({"id": "p4", "session_id": s.id, "message_id": "msg_2", "type": "text",
-                     "text": "partial, then whole"})
+    store.save_part(
+        {
+            "id": "p4",
+            "session_id": s.id,
+            "message_id": "msg_2",
+            "type": "text",
+            "text": "partial, then whole",
+        }
+    )
     store.set_tool_raw("call_1", '{"filePath": "a"}')
-    store.save_tool_part(ToolPartRecord(id="call_1", session_id=s.id, tool="read",
-                                        state="completed", input={"filePath": "a"},
-                                        output="text", title="a", message_id="msg_2",
-                                        time_start=1.0, time_end=2.0))
+    store.save_tool_part(
+        ToolPartRecord(
+            id="call_1",
+            session_id=s.id,
+            tool="read",
+            state="completed",
+            input={"filePath": "a"},
+            output="text",
+            title="a",
+            message_id="msg_2",
+            time_start=1.0,
+            time_end=2.0,
+        )
+    )
     store.set_compacted(["call_1"], when=5.0)
     messages = store.messages(s.id)
     assert [m["id"] for m in messages] == ["msg_1", "msg_2"]
@@ -641,8 +708,9 @@ def test_recover_session_marks_what_a_dead_process_left(store: Store) -> None:
     _message(store, s.id, "msg_a", "assistant", completed=None)
     _message(store, s.id, "msg_b", "assistant", completed=3.0, error=None)
     for state, id in (("pending", "c1"), ("running", "c2"), ("completed", "c3")):
-        store.save_tool_part(ToolPartRecord(id=id, session_id=s.id, tool="t", state=state,
-                                            metadata={"k": 1}))
+        store.save_tool_part(
+            ToolPartRecord(id=id, session_id=s.id, tool="t", state=state, metadata={"k": 1})
+        )
     assert store.recover_session(s.id) == 2
     parts = {p.id: p for p in store.tool_parts(s.id)}
     assert parts["c1"].error == parts["c2"].error == "Tool execution aborted"
@@ -660,8 +728,13 @@ def test_session_usage_rolls_up(store: Store) -> None:
     store.add_session_usage(s.id, cost=0.25, tokens_in=5, tokens_reasoning=1)
     got = store.get_session(s.id)
     assert got is not None
-    assert (got.cost, got.tokens_in, got.tokens_out, got.tokens_reasoning,
-            got.tokens_cache_read) == (0.75, 15, 2, 1, 4)
+    assert (
+        got.cost,
+        got.tokens_in,
+        got.tokens_out,
+        got.tokens_reasoning,
+        got.tokens_cache_read,
+    ) == (0.75, 15, 2, 1, 4)
     with pytest.raises(ValueError):
         store.add_session_usage(s.id, bogus=1)
 

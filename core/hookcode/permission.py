@@ -121,8 +121,11 @@ def wildcard_match(pattern: str, text: str) -> bool:
     """Match ``text`` against a rule pattern: ``*`` any run (``/`` and newlines included),
     ``?`` one character, everything else literal; a trailing `` *`` also matches the bare
     text before it. Backslashes count as ``/``. Anchored at both ends."""
-    if pattern == "*":
+    if pattern == "*" or pattern == text:
         return True
+    if "*" not in pattern and "?" not in pattern and os.name != "nt":
+        # a literal (most permission names): equal once backslashes count as "/"
+        return pattern.replace("\\", "/") == text.replace("\\", "/")
     return _compile(pattern).fullmatch(text.replace("\\", "/")) is not None
 
 

@@ -18,7 +18,7 @@ import re
 import shutil
 import sys
 import sysconfig
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -44,15 +44,17 @@ class RipgrepMissing(ToolError):
         )
 
 
+def _candidates() -> Iterator[Path]:
+    if sys.executable:
+        yield Path(sys.executable).parent / _EXE
+    with contextlib.suppress(KeyError):  # looked up only when the first is not there
+        yield Path(sysconfig.get_path("scripts")) / _EXE
+
+
 def find_rg() -> str:
     """The path of ``rg``: next to ``sys.executable`` (the venv's bin, where the wheel puts it),
     then the interpreter's scripts directory, then PATH. Raises :class:`RipgrepMissing`."""
-    candidates: list[Path] = []
-    if sys.executable:
-        candidates.append(Path(sys.executable).parent / _EXE)
-    with contextlib.suppress(KeyError):
-        candidates.append(Path(sysconfig.get_path("scripts")) / _EXE)
-    for candidate in candidates:
+    for candidate in _candidates():
         if candidate.is_file() and os.access(candidate, os.X_OK):
             return str(candidate)
     found = shutil.which("rg")
@@ -164,6 +166,9 @@ async def _stream(
     killed when ``abort`` fires (:class:`ToolAborted`) or the caller is cancelled."""
     if abort is not None and abort.is_set():
         raise ToolAborted()
+    from hookcode.childwatch import ensure_child_watcher
+
+    ensure_child_watcher()  # no thread per rg process on Python 3.11
     proc = await asyncio.create_subprocess_exec(
         *command,
         cwd=str(cwd),

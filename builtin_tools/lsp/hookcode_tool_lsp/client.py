@@ -146,6 +146,9 @@ class LspClient:
         """Spawn the server and run ``initialize`` / ``initialized``; raise :class:`ServerGone`
         (with the reason) when it cannot be started or dies first, TimeoutError when
         ``initialize`` takes longer than ``timeout`` seconds (the server is then killed)."""
+        from hookcode.childwatch import ensure_child_watcher
+
+        ensure_child_watcher()  # no thread per child process on Python 3.11
         try:
             self.proc = await asyncio.create_subprocess_exec(
                 *self.command,

@@ -225,8 +225,10 @@ class Server:
         return await stack.enter_async_context(session)
 
     async def _local(self, stack: contextlib.AsyncExitStack) -> Any:
+        from hookcode.childwatch import ensure_child_watcher
         from mcp.client.stdio import StdioServerParameters, stdio_client
 
+        ensure_child_watcher()  # no thread per server process on Python 3.11
         command = list(self.config.command or [])
         env = {**self.manager.env, **self.config.environment}
         params = StdioServerParameters(

@@ -66,6 +66,9 @@ async def run_hook(
     timeout: float,
 ) -> HookRun:
     """Run a hook without blocking the event loop."""
+    from hookcode.childwatch import ensure_child_watcher
+
+    ensure_child_watcher()  # no thread per hook process on Python 3.11
     data = json.dumps(payload, default=str).encode()
     try:
         proc = await asyncio.create_subprocess_exec(

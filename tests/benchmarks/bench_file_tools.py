@@ -571,7 +571,7 @@ def pieces(before: str, after: str) -> dict[str, float]:
 
 def bench_edit(report: Report, work: Path, repeat: int) -> None:
     from hookcode.errors import ToolError
-    from hookcode_tool_edit import replace
+    from hookcode_tool_edit.replace import replace
 
     content = make_source()
     project = work / "edit-project"

@@ -66,8 +66,7 @@ def through_tool(root: Path, command: list[str], repeat: int, *, blocked: bool) 
         extra["HOOKCODE_BLOCK_PLUGINS"] = "tool_lsp"
     if not blocked:
         (project / "hookcode.toml").write_text(
-            "[lsp.servers.basedpyright]\n"
-            f"command = {json.dumps(command)}\nextensions = [\".py\"]\n"
+            f'[lsp.servers.basedpyright]\ncommand = {json.dumps(command)}\nextensions = [".py"]\n'
         )
     runtime = kit.runtime(cwd=project, **extra)
     session = runtime.create_session(title="bench").id
@@ -88,8 +87,9 @@ def through_tool(root: Path, command: list[str], repeat: int, *, blocked: bool) 
         for i in range(repeat * 2):
             old, new = ("x: int", "x: str") if i % 2 == 0 else ("x: str", "x: int")
             start = time.perf_counter()
-            result = await call("edit", {"filePath": str(target), "oldString": old,
-                                         "newString": new})
+            result = await call(
+                "edit", {"filePath": str(target), "oldString": old, "newString": new}
+            )
             elapsed = time.perf_counter() - start
             has_error = TYPE_ERROR in result.output
             if not blocked and has_error != (new == "x: str"):
@@ -137,8 +137,7 @@ class RawServer:
         message = json.loads(await self.proc.stdout.readexactly(length))
         if "id" in message and "method" in message:  # a server request: null answers
             items = (message.get("params") or {}).get("items")
-            await self.send({"id": message["id"],
-                             "result": [None] * len(items) if items else None})
+            await self.send({"id": message["id"], "result": [None] * len(items) if items else None})
         return message
 
     async def until(self, predicate: Any) -> dict[str, Any]:
@@ -151,33 +150,62 @@ class RawServer:
 async def anchor(root: Path, command: list[str], repeat: int) -> list[float]:
     project = make_project(root)
     proc = await asyncio.create_subprocess_exec(
-        *command, stdin=asyncio.subprocess.PIPE, stdout=asyncio.subprocess.PIPE,
-        stderr=asyncio.subprocess.DEVNULL, cwd=project, start_new_session=True,
+        *command,
+        stdin=asyncio.subprocess.PIPE,
+        stdout=asyncio.subprocess.PIPE,
+        stderr=asyncio.subprocess.DEVNULL,
+        cwd=project,
+        start_new_session=True,
     )
     server = RawServer(proc)
     uri = (project / "main.py").as_uri()
-    await server.send({"id": 1, "method": "initialize", "params": {
-        "processId": None, "rootUri": project.as_uri(),
-        "workspaceFolders": [{"uri": project.as_uri(), "name": "project"}],
-        "capabilities": {"textDocument": {"publishDiagnostics": {"versionSupport": True}},
-                         "workspace": {"configuration": True}}}})
+    await server.send(
+        {
+            "id": 1,
+            "method": "initialize",
+            "params": {
+                "processId": None,
+                "rootUri": project.as_uri(),
+                "workspaceFolders": [{"uri": project.as_uri(), "name": "project"}],
+                "capabilities": {
+                    "textDocument": {"publishDiagnostics": {"versionSupport": True}},
+                    "workspace": {"configuration": True},
+                },
+            },
+        }
+    )
     await server.until(lambda m: m.get("id") == 1 and "method" not in m)
     await server.send({"method": "initialized", "params": {}})
 
     def published(version: int) -> Any:
-        return lambda m: (m.get("method") == "textDocument/publishDiagnostics"
-                          and m["params"]["uri"] == uri
-                          and m["params"].get("version", version) >= version)
+        return lambda m: (
+            m.get("method") == "textDocument/publishDiagnostics"
+            and m["params"]["uri"] == uri
+            and m["params"].get("version", version) >= version
+        )
 
-    await server.send({"method": "textDocument/didOpen", "params": {"textDocument": {
-        "uri": uri, "languageId": "python", "version": 0, "text": GOOD}}})
+    await server.send(
+        {
+            "method": "textDocument/didOpen",
+            "params": {
+                "textDocument": {"uri": uri, "languageId": "python", "version": 0, "text": GOOD}
+            },
+        }
+    )
     await server.until(published(0))
     times = []
     for version in range(1, repeat * 2 + 1):
         text = BAD if version % 2 else GOOD
         start = time.perf_counter()
-        await server.send({"method": "textDocument/didChange", "params": {
-            "textDocument": {"uri": uri, "version": version}, "contentChanges": [{"text": text}]}})
+        await server.send(
+            {
+                "method": "textDocument/didChange",
+                "params": {
+                    "textDocument": {"uri": uri, "version": version},
+                    "contentChanges": [{"text": text}],
+                },
+            }
+        )
         message = await server.until(published(version))
         elapsed = time.perf_counter() - start
         if bool(message["params"]["diagnostics"]) != (text == BAD):
@@ -203,16 +231,26 @@ def main() -> int:
     with tempfile.TemporaryDirectory(prefix="bench-lsp-") as tmp:
         root = Path(tmp)
         raw = statistics.median(asyncio.run(anchor(root / "anchor", command, options.repeat)))
-        tool = statistics.median(through_tool(root / "tool", command, options.repeat,
-                                              blocked=False))
-        plain = statistics.median(through_tool(root / "plain", command, options.repeat,
-                                               blocked=True))
+        tool = statistics.median(
+            through_tool(root / "tool", command, options.repeat, blocked=False)
+        )
+        plain = statistics.median(
+            through_tool(root / "plain", command, options.repeat, blocked=True)
+        )
     report.row("anchor: didChange -> publishDiagnostics (raw)", ms(raw))
     report.row("edit tool, lsp plugin blocked", ms(plain))
-    report.row("edit tool with diagnostics", ms(tool), ms(raw), tool / raw,
-               f"< {BUDGET:g} s", tool < BUDGET)
-    report.note("the tool adds the edit itself, the 150 ms quiet time after the last "
-                "publishDiagnostics and the thread hop to the servers' loop")
+    report.row(
+        "edit tool with diagnostics",
+        ms(tool),
+        ms(raw),
+        tool / raw,
+        f"< {BUDGET:g} s",
+        tool < BUDGET,
+    )
+    report.note(
+        "the tool adds the edit itself, the 150 ms quiet time after the last "
+        "publishDiagnostics and the thread hop to the servers' loop"
+    )
     report.print()
     print(f"\n{time.perf_counter() - started:.0f} s in all")
     return 1 if report.failures else 0

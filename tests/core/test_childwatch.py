@@ -32,7 +32,10 @@ def test_children_are_watched_without_a_thread() -> None:
     async def scenario() -> list[tuple[int, bytes]]:
         before = threading.active_count()
         results = await asyncio.gather(
-            *(_run(sys.executable, "-c", f"import sys; print({i}); sys.exit({i})") for i in range(5))
+            *(
+                _run(sys.executable, "-c", f"import sys; print({i}); sys.exit({i})")
+                for i in range(5)
+            )
         )
         assert threading.active_count() == before  # no watcher thread per child
         return results

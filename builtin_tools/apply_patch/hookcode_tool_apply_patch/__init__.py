@@ -29,7 +29,6 @@ Decisions where the reference leaves room:
 
 from __future__ import annotations
 
-import dataclasses
 import errno
 import os
 from pathlib import Path
@@ -166,14 +165,20 @@ def tool() -> list[Any]:
 # ---------------------------------------------------------------------------------------------
 
 
-@dataclasses.dataclass
 class _Plan:
-    #: the final state of every path touched, in order of first touch: the file to write
-    #: (its text and how to store it), or None to remove it
-    final: dict[Path, Any]
-    files: list[dict[str, Any]]
-    diff: str
-    summary: list[str]
+    """A verified patch (a plain class: a dataclass costs at import)."""
+
+    __slots__ = ("diff", "files", "final", "summary")
+
+    def __init__(
+        self, *, final: dict[Path, Any], files: list[dict[str, Any]], diff: str, summary: list[str]
+    ) -> None:
+        #: the final state of every path touched, in order of first touch: the file to write
+        #: (its text and how to store it), or None to remove it
+        self.final = final
+        self.files = files
+        self.diff = diff
+        self.summary = summary
 
 
 def _relative(ctx: ToolContext, path: Path) -> str:
@@ -199,6 +204,8 @@ def _clean(text: str) -> str:
 
 def _plan(ctx: ToolContext, hunks: list[Any]) -> _Plan:
     """Check every hunk and compute every file in memory; raise ToolError on the first failure."""
+    import dataclasses
+
     from hookcode.fileio import TextFile, diff, diff_stats, read_text, to_newline
 
     from hookcode_tool_apply_patch.patch import AddFile, DeleteFile, PatchError, apply_chunks

@@ -21,12 +21,10 @@ Only the standard library and hookcode are imported here; the runner modules are
 
 from __future__ import annotations
 
-import atexit
 import contextlib
 import threading
 import time
 import weakref
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Annotated, Any
 
@@ -391,11 +389,15 @@ def _signal_name(number: int) -> str:
 # ---------------------------------------------------------------------------------------------
 
 
-@dataclass
 class _Slot:
-    lock: threading.Lock = field(default_factory=threading.Lock)
-    shell: Any = None
-    told: bool = False  # the model was already told that this slot's shell is gone
+    """One session's persistent shell (a plain class: a dataclass costs at import)."""
+
+    __slots__ = ("lock", "shell", "told")
+
+    def __init__(self) -> None:
+        self.lock = threading.Lock()
+        self.shell: Any = None
+        self.told = False  # the model was already told that this slot's shell is gone
 
 
 _SHELLS: weakref.WeakKeyDictionary[Any, dict[str, _Slot]] = weakref.WeakKeyDictionary()
@@ -411,6 +413,8 @@ def _slot(ctx: ToolContext) -> _Slot:
             slots = _SHELLS[ctx.runtime] = {}
             weakref.finalize(ctx.runtime, _close_slots, slots)
         if not _atexit_registered:
+            import atexit
+
             atexit.register(_close_all)
             _atexit_registered = True
         slot = slots.get(ctx.session_id)

@@ -14,7 +14,6 @@ result (or error) in a ``<tool_result>`` block, in call order.
 
 from __future__ import annotations
 
-import json
 import time
 from typing import Any
 
@@ -191,6 +190,8 @@ def _refuse(ctx: ToolContext, tool: str, params: dict[str, Any], message: str) -
 
 
 def _jsonable(value: Any) -> bool:
+    import json
+
     try:
         json.dumps(value)
     except (TypeError, ValueError):

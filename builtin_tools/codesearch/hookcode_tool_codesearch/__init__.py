@@ -11,7 +11,7 @@ from typing import Annotated, Any
 
 from hookcode import ToolContext, ToolResult, hookimpl
 from hookcode import tool as define_tool
-from hookcode_tool_websearch import exa
+from hookcode_tool_websearch import ENABLE_ENV, Range
 
 __all__ = ["DEFAULT_TOKENS", "TIMEOUT", "codesearch"]
 
@@ -29,7 +29,7 @@ DESCRIPTION = f"""\
 - Use this tool for ANY question or task related to programming
 - Returns comprehensive code examples, documentation, and API reference
 - Optimized for finding specific programming patterns and solutions
-- Disabled until the user enables it ({exa.ENABLE_ENV}=1 or `exa = true` under [experimental])
+- Disabled until the user enables it ({ENABLE_ENV}=1 or `exa = true` under [experimental])
 
 Usage notes:
   - Adjustable token count (1000-50000) for focused or comprehensive results
@@ -57,9 +57,11 @@ async def codesearch(
         "Number of tokens to return (1000-50000). Default is 5000 tokens. Adjust this value "
         "based on how much context you need - use lower values for focused queries and higher "
         "values for comprehensive documentation.",
-        exa.Range(ge=1000, le=50000),
+        Range(ge=1000, le=50000),
     ] = DEFAULT_TOKENS,
 ) -> ToolResult:
+    from hookcode_tool_websearch import exa
+
     exa.require_enabled(ctx, "codesearch")
     await ctx.ask("codesearch", [query], ["*"], metadata={"query": query, "tokensNum": tokens_num})
     text = await exa.call(
@@ -76,3 +78,11 @@ async def codesearch(
 @hookimpl
 def tool() -> list[Any]:
     return [codesearch]
+
+
+def __getattr__(name: str) -> Any:
+    if name == "exa":  # websearch's client, imported when first used
+        import importlib
+
+        return importlib.import_module("hookcode_tool_websearch.exa")
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

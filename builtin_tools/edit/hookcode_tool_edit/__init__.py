@@ -21,13 +21,10 @@ The helpers below (:func:`load`, :func:`apply_edit`, :func:`commit`) are shared 
 from __future__ import annotations
 
 import os
-import re
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any
 
 from hookcode import ToolContext, ToolError, ToolResult, hookimpl, tool
-
-from hookcode_tool_edit.replace import IDENTICAL, replace
 
 if TYPE_CHECKING:
     from hookcode.fileio import TextFile
@@ -39,12 +36,22 @@ __all__ = [
     "edit",
     "load",
     "relative",
-    "replace",
     "require_path",
     "trim_diff",
 ]
 
 OUTPUT = "Edit applied successfully."
+
+
+# The replacer cascade (:mod:`hookcode_tool_edit.replace`) is imported when an edit is first
+# applied, not when the plugin loads; its ``IDENTICAL`` message is importable from here too.
+def __getattr__(name: str) -> Any:
+    if name == "IDENTICAL":
+        from hookcode_tool_edit.replace import IDENTICAL
+
+        return IDENTICAL
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
 
 DESCRIPTION = """\
 Performs exact string replacements in a file.
@@ -93,6 +100,8 @@ async def edit(
 
     require_path(file_path)
     if old_string == new_string:
+        from hookcode_tool_edit.replace import IDENTICAL
+
         raise ToolError(IDENTICAL)
     path = ctx.resolve(file_path)
     await ctx.ask_external_directory(path, "file")
@@ -151,6 +160,8 @@ def apply_edit(
     style and replaced by the cascade."""
     from hookcode.fileio import newline_style, to_newline
 
+    from hookcode_tool_edit.replace import IDENTICAL, replace
+
     if old == new:
         raise ToolError(IDENTICAL)
     text = current if isinstance(current, str) or current is None else current.text
@@ -206,12 +217,12 @@ def _write(path: Path, before: TextFile | None, after: str) -> None:
         atomic_write(path, before.encode(after), mode=before.mode)
 
 
-_LEADING = re.compile(r"\s*")
-
-
 def trim_diff(patch: str) -> str:
     """A unified diff with the common indentation of its body lines (``+``, ``-``, context;
     blank ones aside) removed, as the reference shows it."""
+    import re
+
+    leading = re.compile(r"\s*")
     lines = patch.split("\n")
 
     def is_body(line: str) -> bool:
@@ -220,7 +231,7 @@ def trim_diff(patch: str) -> str:
     indent: int | None = None
     for line in lines:
         if is_body(line) and line[1:].strip():
-            width = len(_LEADING.match(line, 1).group(0))  # type: ignore[union-attr]
+            width = len(leading.match(line, 1).group(0))  # type: ignore[union-attr]
             indent = width if indent is None else min(indent, width)
     if not indent:
         return patch

@@ -51,6 +51,8 @@ async def glob(
     match = glob_filter(pattern)
     globs = [pattern] if match is None else []
     names = name_glob(pattern) if match is not None else None
+    if names is not None:
+        match = None  # rg selects exactly these files by name itself
     found, truncated = await files(
         search, globs, limit=LIMIT, abort=ctx.abort, match=match, name_glob=names
     )

@@ -11,7 +11,6 @@ shown. Memory stays bounded on huge result sets: only the 100 best matches seen 
 from __future__ import annotations
 
 import heapq
-import json
 import os
 from typing import Annotated, Any
 
@@ -148,6 +147,9 @@ class _Matches:
     line number, text)``; sorted in reverse, the entries are in output order."""
 
     def __init__(self, base: str, match: Any) -> None:
+        import json
+
+        self.loads = json.loads  # bound once per search: `line` runs for every line rg prints
         self.base = base
         self.match = match
         self.total = 0
@@ -169,7 +171,7 @@ class _Matches:
         elif not raw.startswith(b'{"type":"begin"'):
             return  # end, summary (and context, which we never ask for)
         try:
-            message = json.loads(raw)
+            message = self.loads(raw)
             data = message["data"]
             if message["type"] == "begin":
                 self.begin(_text(data["path"], path=True))

@@ -34,7 +34,6 @@ This module imports only the standard library and hookcode.
 
 from __future__ import annotations
 
-import json
 import os
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any, Literal
@@ -162,6 +161,8 @@ async def lsp(
     if not results:
         output = f"No results found for {operation}"
     else:
+        import json
+
         output = json.dumps(results, indent=2, ensure_ascii=False)
     return ToolResult(title=title, output=output, metadata={"result": results})
 

@@ -19,7 +19,6 @@ from pathlib import Path
 from typing import Annotated, Any, NotRequired, TypedDict
 
 from hookcode import ToolContext, ToolError, ToolResult, hookimpl, tool
-from hookcode_tool_edit import OUTPUT, apply_edit, commit, load, relative, require_path
 
 __all__ = ["EditItem", "multiedit"]
 
@@ -117,6 +116,8 @@ async def multiedit(
 ) -> ToolResult:
     import asyncio
 
+    from hookcode_tool_edit import OUTPUT, commit, load, relative, require_path
+
     require_path(file_path)
     if not edits:
         raise ToolError("edits must contain at least one edit")
@@ -143,6 +144,7 @@ def _apply_all(
 ) -> tuple[str, list[dict[str, int]]]:
     """Every edit in memory, in order; the first failure raises ``Edit i of n failed: ...``."""
     from hookcode.fileio import diff_stats
+    from hookcode_tool_edit import apply_edit
 
     results: list[dict[str, int]] = []
     total = len(edits)

@@ -31,12 +31,10 @@ Decisions where the reference leaves room:
 
 from __future__ import annotations
 
-import base64
 import os
 import stat
 import threading
 import weakref
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Annotated, Any
 
@@ -165,6 +163,8 @@ def read(
     if mime is not None:
         kind = "PDF" if mime == "application/pdf" else "Image"
         message = f"{kind} read successfully"
+        import base64
+
         data = base64.b64encode(path.read_bytes()).decode("ascii")
         return ToolResult(
             title=title,
@@ -340,12 +340,16 @@ def _is_binary(path: Path) -> bool:
 # ---------------------------------------------------------------------------------------------
 
 
-@dataclass
 class _Text:
-    lines: list[str] = field(default_factory=list)
-    total: int | None = None  # None when the byte cap stopped the scan
-    capped: bool = False  # the 50 KB cap was hit
-    more: bool = False  # lines remain after the kept ones
+    """What ``_read_text`` kept and counted (a plain class: a dataclass costs at import)."""
+
+    __slots__ = ("capped", "lines", "more", "total")
+
+    def __init__(self) -> None:
+        self.lines: list[str] = []
+        self.total: int | None = None  # None when the byte cap stopped the scan
+        self.capped = False  # the 50 KB cap was hit
+        self.more = False  # lines remain after the kept ones
 
 
 def _read_text(path: Path, start: int, count: int, ctx: ToolContext) -> _Text:

@@ -24,13 +24,14 @@ tool is disabled for it, and the tool's description lists them too (``## Availab
 from __future__ import annotations
 
 import os
-import re
 import weakref
-from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from hookcode import Tool, ToolContext, ToolError, ToolResult, hookimpl
+
+if TYPE_CHECKING:
+    from hookcode_tool_skill._discovery import Skill
 
 FILE_SAMPLE = 10
 SOURCE = "plugin:tool_skill"
@@ -52,25 +53,18 @@ Invoke this tool to load a skill when a task matches one of the available skills
 NO_SKILLS = "No skills are currently available."
 
 
-@dataclass
-class Skill:
-    name: str
-    description: str
-    location: Path  # the SKILL.md
-    body: str
-
-    @property
-    def dir(self) -> Path:
-        return self.location.parent
+#: defined in ``_discovery``, imported from there when first used
+_DISCOVERY = frozenset(
+    {"Discovery", "Skill", "allowed_skills", "discover", "load_skill", "parse_skill_file"}
+)
 
 
-@dataclass
-class Discovery:
-    skills: dict[str, Skill]
-    warnings: list[str]
+def __getattr__(name: str) -> Any:
+    if name in _DISCOVERY:
+        from hookcode_tool_skill import _discovery
 
-
-_cache: weakref.WeakKeyDictionary[Any, Discovery] = weakref.WeakKeyDictionary()
+        return getattr(_discovery, name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 # ---------------------------------------------------------------------------------------------
@@ -96,159 +90,8 @@ def config_schema() -> dict[str, Any]:
 
 
 # ---------------------------------------------------------------------------------------------
-# discovery
-# ---------------------------------------------------------------------------------------------
-
-
-def discover(runtime: Any) -> Discovery:
-    """The runtime's skills (computed once per runtime)."""
-    found = _cache.get(runtime)
-    if found is None:
-        found = _discover(runtime)
-        _cache[runtime] = found
-        for line in found.warnings:
-            runtime.plugins.warn(line)
-    return found
-
-
-def _home(env: Any) -> Path:
-    return Path(env["HOME"]) if env.get("HOME") else Path.home()
-
-
-def _up(cwd: Path, worktree: Path) -> list[Path]:
-    """The working directory, then its parents up to the worktree (just cwd if outside it)."""
-    from hookcode.agents import project_dirs
-
-    return list(reversed(project_dirs(cwd, worktree)))
-
-
-def _scan(root: Path, patterns: tuple[str, ...]) -> list[Path]:
-    if not root.is_dir():
-        return []
-    out: list[Path] = []
-    for pattern in patterns:
-        out += sorted(p for p in root.glob(pattern) if p.is_file())
-    return out
-
-
-def _discover(runtime: Any) -> Discovery:
-    from hookcode.agents import project_dirs, user_config_dir
-
-    env = runtime.env
-    cwd, worktree = Path(runtime.cwd), Path(runtime.worktree)
-    home = _home(env)
-    files: list[Path] = []
-    warnings: list[str] = []
-    if not env.get("HOOKCODE_DISABLE_EXTERNAL_SKILLS"):
-        for base in (home / ".claude" / "skills", home / ".agents" / "skills"):
-            files += _scan(base, ("**/SKILL.md",))
-        for directory in _up(cwd, worktree):
-            for base in (directory / ".claude" / "skills", directory / ".agents" / "skills"):
-                files += _scan(base, ("**/SKILL.md",))
-    config_dirs = [user_config_dir(env)] + [d / ".hookcode" for d in project_dirs(cwd, worktree)]
-    for base in config_dirs:
-        files += _scan(base, ("skill/**/SKILL.md", "skills/**/SKILL.md"))
-    section = runtime.config.section("skills")
-    for raw in getattr(section, "paths", None) or []:
-        path = Path(raw[2:] if raw.startswith("~/") else raw)
-        path = (
-            home / path
-            if raw.startswith("~/")
-            else (cwd / path if not path.is_absolute() else path)
-        )
-        if not path.is_dir():
-            warnings.append(f"skills: configured path {raw} ({path}) is not a directory")
-            continue
-        files += _scan(path, ("**/SKILL.md",))
-
-    skills: dict[str, Skill] = {}
-    seen: set[Path] = set()
-    for location in files:
-        location = Path(os.path.abspath(location))
-        if location in seen:
-            continue
-        seen.add(location)
-        skill = load_skill(location, runtime, warnings)
-        if skill is None:
-            continue
-        previous = skills.pop(skill.name, None)
-        if previous is not None:
-            warnings.append(
-                f"skill {skill.name!r} of {location} overrides the one of {previous.location}"
-            )
-        skills[skill.name] = skill
-    return Discovery(skills, warnings)
-
-
-_COLON_VALUE = re.compile(r"^(\s*)([^\s:#][^:]*?):[ \t]+(.*:.*)$")
-
-
-def _block_scalars(text: str) -> str:
-    """The frontmatter with unquoted values that contain ``:`` turned into block scalars."""
-    lines = text.splitlines()
-    if not lines or lines[0].strip() != "---":
-        return text
-    out = [lines[0]]
-    i = 1
-    while i < len(lines) and lines[i].strip() != "---":
-        match = _COLON_VALUE.match(lines[i])
-        value = match.group(3).strip() if match else ""
-        if match and value and value[0] not in "\"'|>[{":
-            indent = match.group(1)
-            out += [f"{indent}{match.group(2)}: |-", f"{indent}  {value}"]
-        else:
-            out.append(lines[i])
-        i += 1
-    return "\n".join(out + lines[i:])
-
-
-def parse_skill_file(text: str) -> tuple[dict[str, Any], str]:
-    """(frontmatter, body); ValueError when the frontmatter is broken even after the retry."""
-    from hookcode.agents import parse_frontmatter
-
-    try:
-        return parse_frontmatter(text)
-    except ValueError as first:
-        fixed = _block_scalars(text)
-        if fixed != text:
-            try:
-                return parse_frontmatter(fixed)
-            except ValueError:
-                pass
-        raise first from None
-
-
-def load_skill(location: Path, runtime: Any, warnings: list[str]) -> Skill | None:
-    try:
-        text = location.read_text(encoding="utf-8", errors="replace")
-    except OSError as exc:
-        warnings.append(f"skill {location} could not be read: {exc.strerror or exc}")
-        return None
-    try:
-        meta, body = parse_skill_file(text)
-    except ValueError as exc:
-        message = f"skill {location} skipped: its frontmatter is invalid ({exc})"
-        warnings.append(message)
-        runtime.events.publish("session.error", error=message, source="skill", path=str(location))
-        return None
-    name, description = meta.get("name"), meta.get("description")
-    if not isinstance(name, str) or not isinstance(description, str):
-        return None  # the reference skips these silently
-    return Skill(name=name, description=description, location=location, body=body)
-
-
-# ---------------------------------------------------------------------------------------------
 # per agent
 # ---------------------------------------------------------------------------------------------
-
-
-def allowed_skills(runtime: Any, agent: str, session_id: str | None = None) -> list[Skill]:
-    """The skills whose ``skill`` rules do not deny them for ``agent``."""
-    skills = list(discover(runtime).skills.values())
-    if not skills:
-        return []
-    ruleset = runtime.ruleset(agent, session_id, approvals=False)
-    return [s for s in skills if ruleset.evaluate("skill", [s.name]).action != "deny"]
 
 
 def describe(skills: list[Skill]) -> str:
@@ -319,6 +162,8 @@ class SkillTool(Tool):
         runtime = self._runtime()
         if runtime is None:
             return definition
+        from hookcode_tool_skill._discovery import allowed_skills
+
         skills = allowed_skills(runtime, agent, session_id)
         definition["description"] = describe(skills)
         props = definition.get("parameters", {}).get("properties", {})
@@ -327,6 +172,8 @@ class SkillTool(Tool):
         return definition
 
     async def run(self, args: Any, ctx: ToolContext) -> ToolResult:
+        from hookcode_tool_skill._discovery import discover
+
         skills = discover(ctx.runtime).skills
         skill = skills.get(args.name)
         if skill is None:
@@ -378,6 +225,8 @@ def permission_defaults(agent: Any, config: Any) -> list[Any]:
     from hookcode.permission import Rule
     from hookcode.plugins import current_runtime
 
+    from hookcode_tool_skill._discovery import discover
+
     runtime = current_runtime()
     if runtime is None:
         return []
@@ -399,6 +248,8 @@ def system_prompt(parts: list[str], session: Any, agent: Any, model: str) -> Non
     ruleset = runtime.ruleset(agent.name, session_id, approvals=False)
     if ruleset.disabled("skill"):
         return
+    from hookcode_tool_skill._discovery import allowed_skills
+
     skills = allowed_skills(runtime, agent.name, session_id)
     if not skills:
         return

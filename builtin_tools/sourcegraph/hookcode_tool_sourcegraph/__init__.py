@@ -14,9 +14,7 @@ Only the standard library and hookcode are imported here; httpx when a search is
 
 from __future__ import annotations
 
-import json
 from typing import Annotated, Any
-from urllib.parse import urlsplit, urlunsplit
 
 from hookcode import ToolContext, ToolError, ToolResult, hookimpl
 from hookcode import tool as define_tool
@@ -143,6 +141,8 @@ def graphql_endpoint(configured: str | None) -> str:
     """The GraphQL URL: ``configured`` as is, or with ``/.api/graphql`` when it has no path."""
     if not configured or not configured.strip():
         return DEFAULT_URL
+    from urllib.parse import urlsplit, urlunsplit
+
     parts = urlsplit(configured.strip())
     if parts.path in ("", "/"):
         parts = parts._replace(path="/.api/graphql")
@@ -151,6 +151,7 @@ def graphql_endpoint(configured: str | None) -> str:
 
 async def _search(ctx: ToolContext, query: str, timeout: float) -> dict[str, Any]:
     import asyncio
+    import json
 
     import httpx
 

@@ -8,7 +8,6 @@ title ``<k> todos`` (k = items not completed) and metadata ``todos``. ``status``
 
 from __future__ import annotations
 
-import json
 from typing import Any
 
 from hookcode import Tool, ToolContext, ToolError, ToolResult, hookimpl
@@ -63,6 +62,8 @@ def _plain(todos: list[dict[str, Any]]) -> list[dict[str, Any]]:
 
 
 def _result(todos: list[dict[str, Any]]) -> ToolResult:
+    import json
+
     items = _plain(todos)
     open_items = sum(1 for t in items if t["status"] != "completed")
     return ToolResult(
@@ -92,6 +93,8 @@ class TodoWrite(Tool):
         todos = [t.model_dump() for t in args.todos]
         running = [t["content"] for t in todos if t["status"] == "in_progress"]
         if len(running) > 1:
+            import json
+
             raise ToolError(
                 f"At most one todo may be in_progress at a time; {len(running)} are: "
                 + ", ".join(json.dumps(c, ensure_ascii=False) for c in running)

@@ -13,14 +13,39 @@ from typing import Annotated, Any, Literal
 from hookcode import ToolContext, ToolResult, hookimpl
 from hookcode import tool as define_tool
 
-from hookcode_tool_websearch import exa
-
 __all__ = ["DEFAULT_NUM_RESULTS", "TIMEOUT", "websearch"]
 
 DEFAULT_NUM_RESULTS = 8
 #: seconds before the search fails with "Search request timed out"
 TIMEOUT = 25.0
 NO_RESULTS = "No search results found. Please try a different query."
+#: the variable that enables the Exa tools (``exa.ENABLE_ENV``; defined here, where the tools'
+#: descriptions need it, so that loading the plugin does not import the client)
+ENABLE_ENV = "HOOKCODE_ENABLE_EXA"
+
+
+class Range:
+    """``Annotated`` metadata bounding a number (``minimum``/``maximum`` in the JSON schema)
+    without importing pydantic at module level."""
+
+    def __init__(self, ge: float | None = None, le: float | None = None) -> None:
+        self.ge, self.le = ge, le
+
+    def __get_pydantic_core_schema__(self, source: Any, handler: Any) -> Any:
+        schema = handler(source)
+        if self.ge is not None:
+            schema["ge"] = self.ge
+        if self.le is not None:
+            schema["le"] = self.le
+        return schema
+
+
+def __getattr__(name: str) -> Any:
+    if name == "exa":  # the client, imported when first used
+        import importlib
+
+        return importlib.import_module("hookcode_tool_websearch.exa")
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 def _description() -> str:
@@ -32,7 +57,7 @@ specific URLs
 - Supports configurable result counts and returns the content from the most relevant websites
 - Use this tool for accessing information beyond knowledge cutoff
 - Searches are performed automatically within a single API call
-- Disabled until the user enables it ({exa.ENABLE_ENV}=1 or `exa = true` under [experimental])
+- Disabled until the user enables it ({ENABLE_ENV}=1 or `exa = true` under [experimental])
 
 Usage notes:
   - Supports live crawling modes: fallback (backup if cached unavailable) or preferred \
@@ -56,7 +81,7 @@ async def websearch(
     ctx: ToolContext,
     query: Annotated[str, "Websearch query"],
     num_results: Annotated[
-        int, "Number of search results to return (default: 8)", exa.Range(ge=1)
+        int, "Number of search results to return (default: 8)", Range(ge=1)
     ] = DEFAULT_NUM_RESULTS,
     livecrawl: Annotated[
         Literal["fallback", "preferred"],
@@ -73,6 +98,8 @@ async def websearch(
         "Maximum characters for context string optimized for LLMs (default: 10000)",
     ] = None,
 ) -> ToolResult:
+    from hookcode_tool_websearch import exa
+
     exa.require_enabled(ctx, "websearch")
     await ctx.ask(
         "websearch",

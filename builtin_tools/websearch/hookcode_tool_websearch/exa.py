@@ -17,6 +17,9 @@ from typing import TYPE_CHECKING, Any
 
 from hookcode import ToolError
 
+# defined in the package, which the tools' definitions need without this module
+from hookcode_tool_websearch import ENABLE_ENV, Range
+
 if TYPE_CHECKING:
     from hookcode import ToolContext
 
@@ -32,7 +35,6 @@ __all__ = [
 ]
 
 DEFAULT_URL = "https://mcp.exa.ai/mcp"
-ENABLE_ENV = "HOOKCODE_ENABLE_EXA"
 URL_ENV = "HOOKCODE_EXA_URL"
 #: how much of an error reply's body is quoted in the error
 ERROR_BODY_LIMIT = 64 * 1024
@@ -150,19 +152,3 @@ async def _head(response: Any, limit: int) -> str:
             del body[limit:]
             break
     return body.decode("utf-8", errors="replace")
-
-
-class Range:
-    """``Annotated`` metadata bounding a number (``minimum``/``maximum`` in the JSON schema)
-    without importing pydantic at module level."""
-
-    def __init__(self, ge: float | None = None, le: float | None = None) -> None:
-        self.ge, self.le = ge, le
-
-    def __get_pydantic_core_schema__(self, source: Any, handler: Any) -> Any:
-        schema = handler(source)
-        if self.ge is not None:
-            schema["ge"] = self.ge
-        if self.le is not None:
-            schema["le"] = self.le
-        return schema

@@ -44,11 +44,11 @@ from __future__ import annotations
 
 import contextlib
 import os
-import re
 import threading
 import time
 import weakref
 from datetime import UTC, datetime
+from functools import lru_cache
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -57,6 +57,8 @@ from hookcode.errors import HookcodeError
 from hookcode.plugins import current_runtime
 
 if TYPE_CHECKING:
+    import re
+
     import typer
     from hookcode import ToolCall, ToolContext, ToolResult
     from hookcode.events import Event
@@ -67,8 +69,21 @@ if TYPE_CHECKING:
 __all__ = ["AuditError", "audit_path", "secrets_of"]
 
 DEFAULT_NAME = "audit.jsonl"
-#: environment variable names whose values are secrets
-SECRET_NAME = re.compile(r"KEY|TOKEN|SECRET|PASSWORD|PASSWD|CREDENTIAL", re.IGNORECASE)
+
+
+@lru_cache(maxsize=1)
+def _secret_name() -> re.Pattern[str]:
+    """``SECRET_NAME``: environment variable names whose values are secrets (compiled when
+    first used, not when the plugin loads)."""
+    import re
+
+    return re.compile(r"KEY|TOKEN|SECRET|PASSWORD|PASSWD|CREDENTIAL", re.IGNORECASE)
+
+
+def __getattr__(name: str) -> Any:
+    if name == "SECRET_NAME":
+        return _secret_name()
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 class AuditError(HookcodeError):
@@ -99,10 +114,14 @@ def secrets_of(runtime: Any, names: list[str] | tuple[str, ...] = ()) -> list[st
     secret, and the stored credentials."""
     env = runtime.env
     found = [env[name] for name in names if env.get(name)]
-    found += [value for name, value in env.items() if value and SECRET_NAME.search(name)]
+    secret = _secret_name().search
+    found += [value for name, value in env.items() if value and secret(name)]
     with contextlib.suppress(Exception):  # an unreadable auth.json: nothing stored to scrub
         found += runtime.credentials.secrets()
     return found
+
+
+_UNREAD = object()
 
 
 class _State:
@@ -122,7 +141,7 @@ class _State:
         self.asked: dict[str, dict[str, Any]] = {}
         self._warned: set[str] = set()
         self._secrets: list[str] = []
-        self._secrets_key: object = None
+        self._secrets_key: object = _UNREAD  # auth.json's mtime when _secrets was read
 
     # -- redaction ----------------------------------------------------------------------------
     def secrets(self) -> list[str]:
@@ -131,7 +150,7 @@ class _State:
             key: object = auth.stat().st_mtime_ns
         except OSError:
             key = None
-        if key != self._secrets_key or not self._secrets:
+        if key != self._secrets_key:  # read once per version of auth.json (none: once)
             self._secrets = secrets_of(self.runtime, tuple(self.settings.redact))
             self._secrets_key = key
         return self._secrets

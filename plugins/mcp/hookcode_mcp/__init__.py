@@ -30,7 +30,6 @@ Only the standard library and hookcode are imported here: pydantic, jsonschema a
 
 from __future__ import annotations
 
-import re
 from typing import TYPE_CHECKING, Any
 
 from hookcode import hookimpl
@@ -45,7 +44,8 @@ if TYPE_CHECKING:
 
 __all__ = ["apply_pending", "close", "manager", "status"]
 
-_UNSAFE = re.compile(r"[^a-zA-Z0-9_-]")
+#: what a server's name may not hold in its tools' names (replaced by ``_``)
+_UNSAFE = r"[^a-zA-Z0-9_-]"
 
 
 def _configured(config: Any) -> list[str]:
@@ -106,12 +106,14 @@ def tool() -> list[Any]:
 @hookimpl
 def permission_defaults(agent: Any, config: Any) -> list[Rule]:
     """MCP tools ask by default (MCP's own guidance); the user's rules override this."""
+    names = _configured(config)
+    if not names:
+        return []
+    import re
+
     from hookcode.permission import Rule
 
-    return [
-        Rule(f"{_UNSAFE.sub('_', name)}_*", "*", "ask", "plugin:mcp")
-        for name in _configured(config)
-    ]
+    return [Rule(f"{re.sub(_UNSAFE, '_', name)}_*", "*", "ask", "plugin:mcp") for name in names]
 
 
 @hookimpl

@@ -14,15 +14,20 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
-from typing import Any, cast
+from typing import TYPE_CHECKING, Any, cast
 
-from hookcode import AgentSpec, Rule, Vote, hookimpl
-from hookcode.permission import Action, PermissionRequest, deny_message
+from hookcode import hookimpl
+
+if TYPE_CHECKING:  # imported where used: start-up does not load these modules
+    from hookcode.agents import AgentSpec
+    from hookcode.permission import Action, PermissionRequest, Rule, Vote
 
 BUILTIN = ("build", "plan", "general", "explore", "compaction", "title", "summary")
 
 
 def base_rules(data_dir: Path) -> list[Rule]:
+    from hookcode.permission import Rule
+
     src = "agent:base"
     return [
         Rule("*", "*", "allow", src),
@@ -39,13 +44,16 @@ def base_rules(data_dir: Path) -> list[Rule]:
 
 
 def builtin_agents(data_dir: Path) -> list[AgentSpec]:
+    from hookcode.agents import AgentSpec
+    from hookcode.permission import Rule
+
     base = base_rules(data_dir)
     # spelled and resolved, like the spill directory (core compares resolved paths)
     plans = (Path(data_dir) / "plans").as_posix()
     plans_dirs = list(dict.fromkeys([plans, Path(os.path.realpath(plans)).as_posix()]))
 
     def rules(name: str, *extra: tuple[str, str, str]) -> list[Rule]:
-        return [*base, *(Rule(p, pat, cast(Action, a), f"agent:{name}") for p, pat, a in extra)]
+        return [*base, *(Rule(p, pat, cast("Action", a), f"agent:{name}") for p, pat, a in extra)]
 
     explore_allow = ("grep", "glob", "list", "bash", "webfetch", "websearch", "codesearch", "read")
     return [
@@ -106,6 +114,8 @@ def builtin_agents(data_dir: Path) -> list[AgentSpec]:
 
 @hookimpl
 def agent(config: Any, data_dir: Path) -> list[AgentSpec]:
+    from hookcode.agents import AgentSpec
+
     agents = builtin_agents(data_dir)
     # a custom agent from config starts from the base ruleset (its own rules are appended by
     # core from [agent.NAME.permission])
@@ -116,13 +126,17 @@ def agent(config: Any, data_dir: Path) -> list[AgentSpec]:
 
 
 @hookimpl
-def permission_ask(request: PermissionRequest) -> Vote:
+def permission_ask(request: PermissionRequest) -> Vote | Action:
     """Last match wins per pattern; deny if any pattern is denied, allow only if every one is
     allowed. A request marked ``opaque`` (a shell command nobody could see through) may be
     denied by the rules but never allowed by them."""
     decision = request.ruleset.evaluate(request.permission, request.patterns)
     if decision.action == "deny":
+        from hookcode.permission import Vote, deny_message
+
         return Vote("deny", deny_message(request.ruleset.matching(request.permission)))
     if decision.action == "allow" and request.metadata.get("opaque"):
+        from hookcode.permission import Vote
+
         return Vote("ask", "the command could not be analysed completely, so rules cannot allow it")
-    return Vote(decision.action)
+    return decision.action  # a plain vote, without a reason

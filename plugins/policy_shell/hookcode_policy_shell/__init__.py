@@ -17,10 +17,12 @@
 from __future__ import annotations
 
 from functools import lru_cache
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from hookcode import Rule, Vote, hookimpl
-from hookcode.permission import PermissionRequest, ShellAnalysis
+from hookcode import hookimpl
+
+if TYPE_CHECKING:  # imported where used: start-up does not load the permission module
+    from hookcode.permission import PermissionRequest, Rule, ShellAnalysis, Vote
 
 __all__ = [
     "STRICT_ALLOW",
@@ -163,6 +165,8 @@ STRICT_ASK = [
 def strict_rules() -> list[Rule]:
     """The strict profile as rules: everything asks, banned commands are denied, read-only
     ones allowed, then the asks that override those allows (the last match wins)."""
+    from hookcode.permission import Rule
+
     return [
         Rule("bash", "*", "ask", STRICT_SOURCE),
         *(Rule("bash", f"{name} *", "deny", STRICT_SOURCE) for name in STRICT_BANNED),
@@ -224,6 +228,8 @@ def permission_ask(request: PermissionRequest) -> Vote | None:
             and rule.source == STRICT_SOURCE
             and _writes_output(pattern)
         ):
+            from hookcode.permission import Vote
+
             return Vote(
                 "ask",
                 f"{pattern!r} redirects output to a file: the strict profile never allows "
@@ -238,6 +244,8 @@ def permission_ask(request: PermissionRequest) -> Vote | None:
                 and other.rule is not None
                 and other.rule.source == STRICT_SOURCE
             ):
+                from hookcode.permission import Vote
+
                 return Vote(
                     "deny",
                     f"{name!r} is a banned command in the strict profile (network and "

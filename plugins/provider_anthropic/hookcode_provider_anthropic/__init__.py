@@ -22,15 +22,18 @@ model of this provider streams a reply.
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from hookcode import hookimpl
-from hookcode.providers import AuthMethod
 
-from hookcode_provider_anthropic.models import DEFAULT_MODEL
+if TYPE_CHECKING:
+    from hookcode.providers import AuthMethod
 
 __all__ = ["DEFAULT_MODEL_ID", "auth", "config", "config_schema", "provider"]
 
+#: the model used when neither ``--model``, the agent nor ``model = ...`` in the config names one
+#: (defined here, not in ``models``, so that start-up does not import the model table)
+DEFAULT_MODEL = "claude-sonnet-5-5"
 DEFAULT_MODEL_ID = f"anthropic/{DEFAULT_MODEL}"
 
 
@@ -78,6 +81,8 @@ def provider(config: Any, credentials: Any) -> list[Any]:
 
 @hookimpl
 def auth() -> list[AuthMethod]:
+    from hookcode.providers import AuthMethod
+
     return [
         AuthMethod(
             provider="anthropic", type="api", label="Anthropic API key", env=["ANTHROPIC_API_KEY"]

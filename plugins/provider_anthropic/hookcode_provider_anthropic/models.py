@@ -13,10 +13,10 @@ from dataclasses import dataclass
 
 from hookcode.providers import ModelInfo
 
+from hookcode_provider_anthropic import DEFAULT_MODEL
+
 __all__ = ["DEFAULT_MODEL", "FALLBACK_OUTPUT", "MODELS", "AnthropicModel", "lookup_model"]
 
-#: the model used when neither ``--model``, the agent nor ``model = ...`` in the config names one
-DEFAULT_MODEL = "claude-sonnet-5-5"
 #: ``max_tokens`` sent for a model whose output limit is unknown
 FALLBACK_OUTPUT = 8192
 #: ``max_tokens`` sent by default is the model's output limit, capped at this

@@ -26,10 +26,12 @@ from __future__ import annotations
 
 import os
 from collections.abc import Mapping
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from hookcode import hookimpl
-from hookcode.providers import AuthMethod
+
+if TYPE_CHECKING:
+    from hookcode.providers import AuthMethod
 
 __all__ = ["DEFAULT_BASE_URL", "configured_providers"]
 
@@ -124,6 +126,8 @@ def provider(config: Any, credentials: Any) -> list[Any]:
 
 @hookimpl
 def auth(config: Any) -> list[AuthMethod]:
+    from hookcode.providers import AuthMethod
+
     methods = [
         AuthMethod(OPENAI_ID, "env", f"{OPENAI_KEY_ENV} environment variable", [OPENAI_KEY_ENV]),
         AuthMethod(OPENAI_ID, "api", "API key (hookcode auth login openai)"),

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 import sys
 from typing import TYPE_CHECKING, Any
 
@@ -111,6 +110,8 @@ def register(app: typer.Typer, state: CliState) -> None:
         typer.echo(f"permission: {entry.permission}\n")
         typer.echo(entry.tool.description.strip() + "\n")
         typer.echo("parameters:")
+        import json
+
         typer.echo(json.dumps(data["parameters"], indent=2))
 
     @tools_app.command("call")
@@ -189,6 +190,8 @@ def register(app: typer.Typer, state: CliState) -> None:
             print_json(data)
             return
         typer.echo("# layers: " + (", ".join(layer.source for layer in cfg.layers) or "none"))
+        import json
+
         typer.echo(json.dumps(data, indent=2, default=str))
 
     @config_app.command("schema")

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 import os
 import sys
 import time
@@ -178,6 +177,8 @@ def register(app: typer.Typer, state: CliState) -> None:
         if data is None:
             raise fail(f"no session '{session_id}' (see `hookcode sessions list`)")
         if as_json:  # one line: the C encoder (indent= would use the slow Python one)
+            import json
+
             sys.stdout.write(json.dumps(data, default=str, ensure_ascii=False) + "\n")
             return
         sys.stdout.write(_render(data))
@@ -229,6 +230,8 @@ def start_chat(
 
 def _fail(json_out: bool, message: str) -> NoReturn:
     if json_out:
+        import json
+
         typer.echo(
             json.dumps(
                 {
@@ -309,6 +312,8 @@ def session_export(store: Any, session_id: str) -> dict[str, Any] | None:
 
 
 def _render(data: dict[str, Any]) -> str:
+    import json
+
     s = data["session"]
     when = time.strftime("%Y-%m-%d %H:%M", time.localtime(s["updated"]))
     lines = [

@@ -3,7 +3,6 @@ how they print."""
 
 from __future__ import annotations
 
-import json
 import sys
 from dataclasses import dataclass, field
 from typing import Any
@@ -57,4 +56,6 @@ def fail(message: str, code: int = 1) -> typer.Exit:
 
 
 def print_json(data: Any) -> None:
+    import json
+
     typer.echo(json.dumps(data, indent=2, default=str, ensure_ascii=False))

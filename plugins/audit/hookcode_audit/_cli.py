@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 
 import typer
@@ -75,6 +74,8 @@ def register(app: typer.Typer) -> None:
         as_json: bool = typer.Option(False, "--json", help="Print JSON lines."),
     ) -> None:
         """Print the last records of the audit log."""
+        import json
+
         from hookcode.cli.state import fail
 
         from hookcode_audit.chain import read_records
@@ -99,6 +100,8 @@ def register(app: typer.Typer) -> None:
 
 
 def _line(record: dict) -> str:
+    import json
+
     head = f"{record.get('seq', '?'):>5} {record.get('time', '')} {record.get('type', '?')}"
     kind = record.get("type")
     if kind == "tool.call":

@@ -20,7 +20,7 @@ import sys
 import sysconfig
 from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from hookcode.errors import ToolAborted, ToolError
 
@@ -73,6 +73,7 @@ async def files(
     match: Callable[[str], bool] | None = None,
     name_glob: str | None = None,
     sort: bool = False,
+    on_path: Callable[[str], object] | None = None,
 ) -> tuple[list[str], bool]:
     """Run ``rg --files`` in ``cwd``; return the first ``limit`` paths rg finds (relative to
     ``cwd``, forward slashes; in path order with ``sort``, else in rg's parallel walk order)
@@ -84,7 +85,9 @@ async def files(
     ``match`` (see :func:`glob_filter`), when given, keeps only the paths it accepts;
     ``name_glob`` (see :func:`name_glob`) lets rg itself select files by name, as a file type
     (unlike ``--glob``, a type does not override ignore files), so far fewer paths come back.
-    ``rg`` is stopped as soon as ``limit + 1`` paths were read. Raises :class:`ToolError`
+    ``on_path`` is called with each kept path as soon as it is read, while rg goes on walking
+    (work per path done there overlaps the search). ``rg`` is stopped as soon as ``limit + 1``
+    paths were read. Raises :class:`ToolError`
     (``No such file or directory``) when ``cwd`` is not a directory, ``ripgrep failed: ...``
     when rg fails without listing anything (an invalid glob), :class:`ToolAborted` on abort.
     """
@@ -113,6 +116,8 @@ async def files(
             if len(paths) >= limit:
                 return True  # one more than the limit exists: stop rg
             paths.append(relative)
+            if on_path is not None:
+                on_path(relative)
         return False
 
     returncode, stderr, produced, more = await _stream(args, directory, abort, consume)
@@ -166,6 +171,8 @@ async def _stream(
     killed when ``abort`` fires (:class:`ToolAborted`) or the caller is cancelled."""
     if abort is not None and abort.is_set():
         raise ToolAborted()
+    if os.name == "posix":
+        return await _stream_posix(command, cwd, abort, consume)
     from hookcode.childwatch import ensure_child_watcher
 
     ensure_child_watcher()  # no thread per rg process on Python 3.11
@@ -215,6 +222,144 @@ async def _stream(
     if abort is not None and abort.is_set():
         raise ToolAborted()
     return returncode, stderr, produced, stopped
+
+
+async def _stream_posix(
+    command: Sequence[str],
+    cwd: Path,
+    abort: AbortSignal | None,
+    consume: Callable[[bytes], bool],
+) -> tuple[int, str, bool, bool]:
+    """:func:`_stream` on POSIX: the pipes are read by event-loop callbacks as data comes
+    (``os.read`` on a non-blocking descriptor), not through asyncio's subprocess transports and
+    stream readers, whose set-up and per-chunk hand-offs cost about as much as a short rg run
+    is long; the exit is awaited with a pidfd where there is one."""
+    import subprocess
+
+    loop = asyncio.get_running_loop()
+    proc = subprocess.Popen(
+        list(command),
+        cwd=str(cwd),
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+    )
+    assert proc.stdout is not None and proc.stderr is not None
+    out_fd, err_fd = proc.stdout.fileno(), proc.stderr.fileno()
+    os.set_blocking(out_fd, False)
+    os.set_blocking(err_fd, False)
+    ended: asyncio.Future[None] = loop.create_future()
+    reading = {out_fd, err_fd}
+    head = bytearray()
+    produced = stopped = False
+    running = True
+
+    def kill() -> None:
+        if proc.returncode is None:
+            with contextlib.suppress(ProcessLookupError):
+                proc.kill()
+
+    def on_abort() -> None:  # may run in any thread, possibly after the call ended
+        if running:
+            with contextlib.suppress(RuntimeError):  # the loop is closed: nothing to kill
+                loop.call_soon_threadsafe(kill)
+
+    def done_with(fd: int) -> None:
+        if fd in reading:
+            reading.discard(fd)
+            loop.remove_reader(fd)
+        if not reading and not ended.done():
+            ended.set_result(None)
+
+    def on_stdout() -> None:
+        nonlocal produced, stopped
+        try:
+            chunk = os.read(out_fd, 65536)
+        except (BlockingIOError, InterruptedError):
+            return
+        except OSError as exc:
+            kill()
+            done_with(out_fd)
+            if not ended.done():
+                ended.set_exception(exc)
+            return
+        if not chunk:
+            done_with(out_fd)
+            return
+        produced = True
+        try:
+            stop = consume(chunk)
+        except BaseException as exc:  # the caller's consumer failed: stop rg, report it
+            kill()
+            reading.clear()
+            loop.remove_reader(out_fd)
+            loop.remove_reader(err_fd)
+            if not ended.done():
+                ended.set_exception(exc)
+            return
+        if stop:
+            stopped = True
+            kill()
+            done_with(out_fd)
+        elif abort is not None and abort.is_set():
+            kill()
+
+    def on_stderr() -> None:  # drained so rg never blocks on a full pipe; the head is kept
+        try:
+            chunk = os.read(err_fd, 65536)
+        except (BlockingIOError, InterruptedError):
+            return
+        except OSError:
+            chunk = b""
+        if not chunk:
+            done_with(err_fd)
+        elif len(head) < 4096:
+            head.extend(chunk[: 4096 - len(head)])
+
+    if abort is not None:
+        abort.add_callback(on_abort)
+    loop.add_reader(out_fd, on_stdout)
+    loop.add_reader(err_fd, on_stderr)
+    try:
+        await ended
+        returncode = await _exited(proc, loop)
+    finally:
+        running = False
+        for fd in list(reading):
+            loop.remove_reader(fd)
+        if proc.returncode is None:
+            kill()
+            with contextlib.suppress(Exception):
+                proc.wait(timeout=5)  # killed: gone at once; reaped here, never left a zombie
+        proc.stdout.close()
+        proc.stderr.close()
+        if abort is not None:
+            abort.remove_callback(on_abort)
+    if abort is not None and abort.is_set():
+        raise ToolAborted()
+    return returncode, head.decode("utf-8", "replace").strip(), produced, stopped
+
+
+async def _exited(proc: Any, loop: asyncio.AbstractEventLoop) -> int:
+    """The exit code of ``proc`` (its output already ended), waiting without blocking the
+    loop: on its pidfd where there is one, else on a worker thread."""
+    if proc.poll() is not None:
+        return int(proc.returncode)
+    if hasattr(os, "pidfd_open"):
+        try:
+            pidfd = os.pidfd_open(proc.pid)
+        except OSError:
+            pidfd = -1
+        if pidfd >= 0:
+            exited: asyncio.Future[None] = loop.create_future()
+            loop.add_reader(pidfd, lambda: exited.done() or exited.set_result(None))
+            try:
+                await exited
+            finally:
+                loop.remove_reader(pidfd)
+                os.close(pidfd)
+            return int(proc.wait())
+    return int(await loop.run_in_executor(None, proc.wait))
 
 
 async def _read_head(stream: asyncio.StreamReader | None, keep: int = 4096) -> bytes:

@@ -39,8 +39,23 @@ HEAVY = (
     "lsprotocol",
     "multilspy",
 )
-#: ``--help`` does not load the config (its pydantic models) or build a runtime
-NOT_FOR_HELP = ("hookcode.config", "hookcode.runtime", "hookcode.store")
+#: ``--help`` does not load the config (its pydantic models) or build a runtime, nor what only
+#: a call, a permission request or a provider needs: the plugins import those when used
+NOT_FOR_HELP = (
+    "hookcode.config",
+    "hookcode.runtime",
+    "hookcode.store",
+    "hookcode.permission",
+    "hookcode.providers",
+    "hookcode.agents",
+    "hookcode.pipeline",
+    "asyncio",
+    "hookcode_tool_edit.replace",
+    "hookcode_tool_websearch.exa",
+    "hookcode_tool_skill._discovery",
+    "hookcode_cache._lru",
+    "hookcode_provider_anthropic.models",
+)
 
 RUN = textwrap.dedent(
     """

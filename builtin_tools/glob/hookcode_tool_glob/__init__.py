@@ -53,17 +53,19 @@ async def glob(
     names = name_glob(pattern) if match is not None else None
     if names is not None:
         match = None  # rg selects exactly these files by name itself
-    found, truncated = await files(
-        search, globs, limit=LIMIT, abort=ctx.abort, match=match, name_glob=names
-    )
-    entries = []
-    for relative in found:
+    entries: list[tuple[int, str]] = []
+
+    def dated(relative: str) -> None:  # as rg finds it, while rg goes on walking
         full = os.path.join(search, relative)
         try:
             mtime = os.stat(full).st_mtime_ns
         except OSError:
             mtime = 0
         entries.append((mtime, full))
+
+    _found, truncated = await files(
+        search, globs, limit=LIMIT, abort=ctx.abort, match=match, name_glob=names, on_path=dated
+    )
     entries.sort(key=lambda entry: (-entry[0], entry[1]))  # newest first; path among ties
 
     if not entries:

@@ -18,9 +18,10 @@ from __future__ import annotations
 import asyncio
 import os
 import sys
+from collections.abc import Callable
 from typing import Any
 
-__all__ = ["ensure_child_watcher"]
+__all__ = ["ensure_child_watcher", "watch_exit"]
 
 _checked = False
 
@@ -45,6 +46,33 @@ def ensure_child_watcher() -> None:
     asyncio.set_child_watcher(_PidfdChildWatcher())
 
 
+def watch_exit(
+    loop: asyncio.AbstractEventLoop, pid: int, on_exit: Callable[[], object]
+) -> Callable[[], None] | None:
+    """Call ``on_exit()`` on ``loop`` once the child ``pid`` has exited (its pidfd became
+    readable; the child is not reaped). Returns a function that stops watching (nothing
+    happens if it already fired), or None where there are no pidfds (not Linux 5.3+)."""
+    try:
+        pidfd = os.pidfd_open(pid)
+    except (AttributeError, OSError):
+        return None
+    watching = True
+
+    def stop() -> None:
+        nonlocal watching
+        if watching:
+            watching = False
+            loop.remove_reader(pidfd)
+            os.close(pidfd)
+
+    def ready() -> None:
+        stop()
+        on_exit()
+
+    loop.add_reader(pidfd, ready)
+    return stop
+
+
 class _PidfdChildWatcher(asyncio.AbstractChildWatcher):
     """The watcher of Python 3.12 (``asyncio.unix_events._PidfdChildWatcher``): each child's
     pidfd is polled by the event loop that started the child; no thread, no signal handler,
@@ -66,21 +94,17 @@ class _PidfdChildWatcher(asyncio.AbstractChildWatcher):
         pass
 
     def add_child_handler(self, pid: int, callback: Any, *args: Any) -> None:
-        loop = asyncio.get_running_loop()
-        pidfd = os.pidfd_open(pid)
-        loop.add_reader(pidfd, self._do_wait, loop, pidfd, pid, callback, args)
+        def reap() -> None:
+            try:
+                _, status = os.waitpid(pid, 0)
+            except ChildProcessError:  # reaped elsewhere: the status is lost
+                returncode = 255
+            else:
+                returncode = os.waitstatus_to_exitcode(status)
+            callback(pid, returncode, *args)
 
-    @staticmethod
-    def _do_wait(loop: Any, pidfd: int, pid: int, callback: Any, args: tuple[Any, ...]) -> None:
-        loop.remove_reader(pidfd)
-        try:
-            _, status = os.waitpid(pid, 0)
-        except ChildProcessError:  # reaped elsewhere: the status is lost
-            returncode = 255
-        else:
-            returncode = os.waitstatus_to_exitcode(status)
-        os.close(pidfd)
-        callback(pid, returncode, *args)
+        if watch_exit(asyncio.get_running_loop(), pid, reap) is None:
+            raise OSError(f"cannot watch process {pid}: no pidfd")
 
     def remove_child_handler(self, pid: int) -> bool:
         # asyncio only calls this for a child it could not start; the pidfd reader goes

@@ -343,23 +343,19 @@ async def _stream_posix(
 async def _exited(proc: Any, loop: asyncio.AbstractEventLoop) -> int:
     """The exit code of ``proc`` (its output already ended), waiting without blocking the
     loop: on its pidfd where there is one, else on a worker thread."""
+    from hookcode.childwatch import watch_exit
+
     if proc.poll() is not None:
         return int(proc.returncode)
-    if hasattr(os, "pidfd_open"):
-        try:
-            pidfd = os.pidfd_open(proc.pid)
-        except OSError:
-            pidfd = -1
-        if pidfd >= 0:
-            exited: asyncio.Future[None] = loop.create_future()
-            loop.add_reader(pidfd, lambda: exited.done() or exited.set_result(None))
-            try:
-                await exited
-            finally:
-                loop.remove_reader(pidfd)
-                os.close(pidfd)
-            return int(proc.wait())
-    return int(await loop.run_in_executor(None, proc.wait))
+    exited: asyncio.Future[None] = loop.create_future()
+    stop = watch_exit(loop, proc.pid, lambda: exited.done() or exited.set_result(None))
+    if stop is None:
+        return int(await loop.run_in_executor(None, proc.wait))
+    try:
+        await exited
+    finally:
+        stop()
+    return int(proc.wait())
 
 
 async def _read_head(stream: asyncio.StreamReader | None, keep: int = 4096) -> bytes:

@@ -11,13 +11,13 @@ import contextlib
 import json
 import os
 import tempfile
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
 from hookcode.errors import HookcodeError
 
-__all__ = ["Credential", "Credentials", "redact"]
+__all__ = ["Credential", "Credentials", "redact", "redactor"]
 
 
 @dataclass(frozen=True)
@@ -113,6 +113,17 @@ class Credentials:
 
 def redact(text: str, secrets: Iterable[str]) -> str:
     """``text`` with every secret (of 8+ characters) replaced by ``[redacted]``."""
-    for secret in sorted({s for s in secrets if s and len(s) >= 8}, key=len, reverse=True):
-        text = text.replace(secret, "[redacted]")
-    return text
+    return redactor(secrets)(text)
+
+
+def redactor(secrets: Iterable[str]) -> Callable[[str], str]:
+    """:func:`redact` with ``secrets`` prepared once, for redacting many strings."""
+    ordered = sorted({s for s in secrets if s and len(s) >= 8}, key=len, reverse=True)
+
+    def apply(text: str) -> str:
+        for secret in ordered:  # longest first: a secret that contains another goes whole
+            if secret in text:
+                text = text.replace(secret, "[redacted]")
+        return text
+
+    return apply

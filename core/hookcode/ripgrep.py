@@ -32,6 +32,7 @@ __all__ = ["INSTALL_HINT", "RipgrepMissing", "files", "find_rg", "glob_filter", 
 INSTALL_HINT = "pip install ripgrep==14.1.0"
 
 _EXE = "rg.exe" if os.name == "nt" else "rg"
+_SEP = None if os.sep == "/" else os.sep  # rg's path separator, where it is not "/"
 
 
 class RipgrepMissing(ToolError):
@@ -102,25 +103,63 @@ async def files(
         args += [f"--type-add=hookcodename:{name_glob}", "--type=hookcodename"]
     args += [f"--glob={g}" for g in globs]
     args.append("--glob=!.git")  # last, so no user glob can whitelist it back
+    if match is None:
+        # Every path rg prints is kept, and rg is stopped after limit + 1 of them. Written in
+        # blocks (rg's way into a pipe), the first paths would come only once rg had found
+        # a few hundred, and it would walk on for paths nobody reads; written a line at a time
+        # they come as found (and are dated while rg walks on). Where ``match`` filters,
+        # rg prints every file, and a write per file would cost more than it saves.
+        args.append("--line-buffered")
     paths: list[str] = []
     buffer = b""
+    unreported: list[str] = []  # kept paths not passed to on_path yet
+    failure: list[BaseException] = []
+    loop = asyncio.get_running_loop()
+
+    def report() -> None:
+        if failure:
+            return
+        done = 0
+        try:
+            for path in unreported:
+                done += 1
+                on_path(path)  # type: ignore[misc]
+        except BaseException as exc:
+            failure.append(exc)
+        finally:
+            del unreported[:done]
 
     def consume(chunk: bytes) -> bool:
         nonlocal buffer
-        buffer += chunk
-        *complete, buffer = buffer.split(b"\0")
-        for raw in complete:
-            relative = os.fsdecode(raw).replace(os.sep, "/")
-            if match is not None and not match(relative):
-                continue
-            if len(paths) >= limit:
-                return True  # one more than the limit exists: stop rg
-            paths.append(relative)
-            if on_path is not None:
-                on_path(relative)
+        complete, nul, buffer = (buffer + chunk).rpartition(b"\0")
+        if not nul:
+            return False
+        # one decode for the whole chunk: NUL is never part of a multi-byte character
+        found = os.fsdecode(complete).split("\0")
+        if _SEP is not None:
+            found = [path.replace(_SEP, "/") for path in found]
+        if match is not None:
+            found = [path for path in found if match(path)]
+        room = limit - len(paths)
+        stop = len(found) > room  # one more than the limit exists: stop rg
+        kept = found[:room] if stop else found
+        paths.extend(kept)
+        if on_path is None or not kept:
+            return stop
+        unreported.extend(kept)
+        if stop:
+            loop.call_soon(report)  # rg is killed when this returns: dated while it dies
+            return True
+        report()  # while rg goes on walking
+        if failure:
+            raise failure[0]
         return False
 
     returncode, stderr, produced, more = await _stream(args, directory, abort, consume)
+    if on_path is not None:
+        report()  # whatever the loop had no turn for
+        if failure:
+            raise failure[0]
     if not produced and returncode not in (0, 1) and stderr:
         raise ToolError(f"ripgrep failed: {stderr}")
     return paths, more

@@ -9,6 +9,7 @@ from __future__ import annotations
 import os
 import platform
 import shutil
+import signal
 import statistics
 import subprocess
 import sys
@@ -160,7 +161,9 @@ def _run(
         if stop_after_lines is not None:
             lines += chunk.count(b"\n")
             if lines >= stop_after_lines:
-                proc.kill()
+                # not proc.kill(): it polls first and may reap a child that already ended,
+                # and then the wait4 below, which reads the child's resources, finds nothing
+                os.kill(proc.pid, signal.SIGKILL)
                 break
     proc.stdout.close()
     _, status, usage = os.wait4(proc.pid, 0)

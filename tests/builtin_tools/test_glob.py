@@ -20,8 +20,6 @@ TRUNCATION_NOTE = (
 )
 
 
-
-
 def touch(path: Path, mtime: float | None = None, text: str = "") -> Path:
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(text)
@@ -359,6 +357,64 @@ def test_abort_kills_ripgrep_without_the_pipeline(monkeypatch, tmp_path):
     with pytest.raises(ToolAborted):
         asyncio.run(asyncio.wait_for(run(), 10))
     assert time.monotonic() - started < 10
+
+
+@pytest.mark.parametrize("limit", [3, 10, 1000])
+@pytest.mark.parametrize("select", ["name_glob", "match"])
+def test_files_reports_each_kept_path_once_as_found(tmp_path, rg, limit, select):
+    """``on_path`` sees exactly the paths returned, once each, in their order: for a search
+    stopped at the limit (the last paths are reported while rg is being stopped) and for one
+    that ran to its end; names outside ASCII included."""
+    import hookcode.ripgrep
+
+    names = [f"d{i % 4}/f{i}.py" for i in range(40)] + ["d0/é ü 文.py", "d1/x.txt"]
+    for name in names:
+        touch(tmp_path / name)
+    seen: list[str] = []
+    options = (
+        {"name_glob": "*.py"}
+        if select == "name_glob"
+        else {"match": hookcode.ripgrep.glob_filter("**/*.py")}
+    )
+
+    async def run():
+        return await hookcode.ripgrep.files(tmp_path, limit=limit, on_path=seen.append, **options)
+
+    found, more = asyncio.run(run())
+    assert seen == found
+    assert len(found) == min(limit, 41) and more == (limit < 41)
+    assert set(found) <= {name for name in names if name.endswith(".py")}
+    if limit == 1000:
+        assert "d0/é ü 文.py" in found
+
+
+@pytest.mark.parametrize("limit", [5, 1000])
+def test_files_raises_what_on_path_raised_and_leaves_no_process(tmp_path, rg, limit):
+    import hookcode.ripgrep
+
+    for i in range(30):
+        touch(tmp_path / f"f{i}.py")
+    calls: list[str] = []
+
+    def on_path(path: str) -> None:
+        calls.append(path)
+        if len(calls) == 2:
+            raise LookupError(f"cannot date {path}")
+
+    async def run():
+        return await hookcode.ripgrep.files(
+            tmp_path, limit=limit, name_glob="*.py", on_path=on_path
+        )
+
+    with pytest.raises(LookupError, match="cannot date"):
+        asyncio.run(run())
+    assert len(calls) == 2  # nothing reported after the failure
+    children = subprocess.run(
+        ["ps", "-o", "pid=,stat=,comm=", "--ppid", str(os.getpid())],
+        capture_output=True,
+        text=True,
+    ).stdout
+    assert " rg" not in children and "rg\n" not in children, children
 
 
 DIFFERENTIAL_PATTERNS = [

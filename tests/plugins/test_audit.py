@@ -292,6 +292,42 @@ def test_a_cut_last_line_is_kept_and_the_chain_goes_on_from_it(tmp_path):
     assert not result.ok and result.line == 2 and "not valid JSON" in (result.error or "")
 
 
+def test_a_log_chains_onto_what_others_wrote_since_its_own_last_line(tmp_path):
+    # a log remembers the line it wrote last; whatever happened to the file since (another
+    # writer's line, the last line rewritten in place with the same length, the file replaced
+    # or emptied), the next record chains onto the line really at the end
+    path = tmp_path / "audit.jsonl"
+    mine, theirs = AuditLog(path), AuditLog(path)
+    mine.append({"type": "a"})
+    theirs.append({"type": "b"})  # another writer (another process, as far as mine knows)
+    mine.append({"type": "c"})
+    assert verify(path).ok and verify(path).records == 3
+
+    last = path.read_bytes().split(b"\n")[-2]
+    rewritten = last.replace(b'"type":"c"', b'"type":"d"')
+    assert len(rewritten) == len(last)
+    path.write_bytes(path.read_bytes()[: -len(last) - 1] + rewritten + b"\n")
+    mine.append({"type": "e"})
+    lines = path.read_bytes().split(b"\n")
+    assert json.loads(lines[-2])["prev"] == line_hash(rewritten)
+    assert json.loads(lines[-2])["seq"] == 4
+
+    path.unlink()
+    mine.append({"type": "f"})  # a new file: the chain starts again
+    first = json.loads(path.read_bytes().split(b"\n")[0])
+    assert (first["seq"], first["prev"], first["type"]) == (1, GENESIS, "f")
+    path.write_bytes(b"")
+    mine.append({"type": "g"})
+    first = json.loads(path.read_bytes().split(b"\n")[0])
+    assert (first["seq"], first["prev"], first["type"]) == (1, GENESIS, "g")
+
+
+def test_a_missing_log_directory_is_made(tmp_path):
+    path = tmp_path / "deep" / "er" / "audit.jsonl"
+    AuditLog(path).append({"type": "x"})
+    assert verify(path).ok and verify(path).records == 1
+
+
 CONCURRENT_WRITER = textwrap.dedent(
     """
     import sys

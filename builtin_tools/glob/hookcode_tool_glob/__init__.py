@@ -54,9 +54,10 @@ async def glob(
     if names is not None:
         match = None  # rg selects exactly these files by name itself
     entries: list[tuple[int, str]] = []
+    prefix = os.path.join(search, "")
 
     def dated(relative: str) -> None:  # as rg finds it, while rg goes on walking
-        full = os.path.join(search, relative)
+        full = prefix + relative
         try:
             mtime = os.stat(full).st_mtime_ns
         except OSError:

@@ -58,6 +58,7 @@ from hookcode.plugins import current_runtime
 
 if TYPE_CHECKING:
     import re
+    from collections.abc import Callable
 
     import typer
     from hookcode import ToolCall, ToolContext, ToolResult
@@ -140,31 +141,34 @@ class _State:
         self.unrecorded_args: dict[str, Any] = {}
         self.asked: dict[str, dict[str, Any]] = {}
         self._warned: set[str] = set()
+        self._auth_json = os.path.join(runtime.data_dir, "auth.json")
         self._secrets: list[str] = []
         self._secrets_key: object = _UNREAD  # auth.json's mtime when _secrets was read
+        self._redact: Callable[[str], str] | None = None
 
     # -- redaction ----------------------------------------------------------------------------
     def secrets(self) -> list[str]:
-        auth = Path(self.runtime.data_dir) / "auth.json"
         try:
-            key: object = auth.stat().st_mtime_ns
+            key: object = os.stat(self._auth_json).st_mtime_ns
         except OSError:
             key = None
         if key != self._secrets_key:  # read once per version of auth.json (none: once)
+            from hookcode.auth import redactor
+
             self._secrets = secrets_of(self.runtime, tuple(self.settings.redact))
+            self._redact = redactor(self._secrets) if self._secrets else None
             self._secrets_key = key
         return self._secrets
 
     def redact(self, value: Any) -> Any:
-        from hookcode.auth import redact
-
-        secrets = self.secrets()
-        if not secrets:
+        self.secrets()
+        redact = self._redact
+        if redact is None:
             return value
 
         def walk(item: Any) -> Any:
             if isinstance(item, str):
-                return redact(item, secrets)
+                return redact(item)
             if isinstance(item, dict):
                 return {walk(k) if isinstance(k, str) else k: walk(v) for k, v in item.items()}
             if isinstance(item, list | tuple):

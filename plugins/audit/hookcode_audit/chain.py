@@ -77,36 +77,45 @@ def _last_line(fd: int, size: int) -> tuple[bytes | None, bool]:
 
 
 class AuditLog:
-    """Appends records to one audit file (thread-safe within a process, ``flock`` across)."""
+    """Appends records to one audit file (thread-safe within a process, ``flock`` across).
+
+    The log remembers the line it wrote last. When, under the lock, the file still ends with
+    exactly that line (same file, same size, and those bytes at its end), the next record
+    chains onto it without reading and parsing it again; anything else (another writer, an
+    edited or replaced file) sends it back to reading the file's last line."""
 
     def __init__(self, path: Path, *, fsync: bool = False) -> None:
         self.path = path
         self.fsync = fsync
         self._lock = threading.Lock()
+        # what this log wrote last: ((device, inode, size after), the line, its hash, its seq)
+        self._head: tuple[tuple[int, int, int], bytes, str, int] | None = None
 
     def append(self, record: dict[str, Any]) -> str:
         """Write ``record`` with its ``seq`` and ``prev``; returns the line written. Raises
         OSError when the file cannot be written (nothing of the line is left behind)."""
         with self._lock:
-            self.path.parent.mkdir(parents=True, exist_ok=True)
             flags = os.O_RDWR | os.O_APPEND | os.O_CREAT | getattr(os, "O_CLOEXEC", 0)
-            fd = os.open(self.path, flags, 0o600)
+            try:
+                fd = os.open(self.path, flags, 0o600)
+            except FileNotFoundError:  # the directory is missing: made once, then again
+                self.path.parent.mkdir(parents=True, exist_ok=True)
+                fd = os.open(self.path, flags, 0o600)
             try:
                 with _flock(fd, exclusive=True):
-                    size = os.fstat(fd).st_size
-                    last, complete = _last_line(fd, size)
-                    prev, seq = GENESIS, 1
-                    if last is not None:
-                        prev = line_hash(last)
-                        seq = _seq_of(last) + 1
+                    stat = os.fstat(fd)
+                    size = stat.st_size
+                    prev, seq, complete = self._chain_head(fd, stat)
                     line = json.dumps(
                         {"seq": seq, **record, "prev": prev},
                         ensure_ascii=False,
                         separators=(",", ":"),
                         default=str,
                     )
+                    encoded = line.encode("utf-8")
                     # a cut last line stays as it is (verify reports it); we start a new line
-                    data = (b"" if complete else b"\n") + line.encode("utf-8") + b"\n"
+                    data = (b"" if complete else b"\n") + encoded + b"\n"
+                    self._head = None
                     try:
                         view = memoryview(data)
                         while view:
@@ -118,9 +127,24 @@ class AuditLog:
                         with contextlib.suppress(OSError):
                             os.ftruncate(fd, size)  # we hold the lock: nobody wrote after us
                         raise
+                    after = (stat.st_dev, stat.st_ino, size + len(data))
+                    self._head = (after, encoded, line_hash(encoded), seq)
             finally:
                 os.close(fd)
         return line
+
+    def _chain_head(self, fd: int, stat: os.stat_result) -> tuple[str, int, bool]:
+        """(``prev``, ``seq``, whether the file ends with a newline) for the next record."""
+        head = self._head
+        if head is not None and head[0] == (stat.st_dev, stat.st_ino, stat.st_size):
+            _key, line, digest, seq = head
+            end = len(line) + 1
+            if stat.st_size >= end and os.pread(fd, end, stat.st_size - end) == line + b"\n":
+                return digest, seq + 1, True
+        last, complete = _last_line(fd, stat.st_size)
+        if last is None:
+            return GENESIS, 1, complete
+        return line_hash(last), _seq_of(last) + 1, complete
 
 
 def _seq_of(line: bytes) -> int:

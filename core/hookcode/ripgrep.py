@@ -86,9 +86,11 @@ async def files(
     ``match`` (see :func:`glob_filter`), when given, keeps only the paths it accepts;
     ``name_glob`` (see :func:`name_glob`) lets rg itself select files by name, as a file type
     (unlike ``--glob``, a type does not override ignore files), so far fewer paths come back.
-    ``on_path`` is called with each kept path as soon as it is read, while rg goes on walking
-    (work per path done there overlaps the search). ``rg`` is stopped as soon as ``limit + 1``
-    paths were read. Raises :class:`ToolError`
+    ``on_path`` is called with each kept path, once, in order: as soon as it is read while rg
+    goes on walking (work per path done there overlaps the search), and for the last ones
+    while rg is being stopped; what it raises, ``files`` raises once rg is gone. ``rg`` is
+    stopped as soon as ``limit + 1`` paths were read (where every path rg prints is kept, rg
+    writes them a line at a time, so that happens as soon as it found them). Raises :class:`ToolError`
     (``No such file or directory``) when ``cwd`` is not a directory, ``ripgrep failed: ...``
     when rg fails without listing anything (an invalid glob), :class:`ToolAborted` on abort.
     """

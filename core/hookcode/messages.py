@@ -66,10 +66,15 @@ class TextPart(_Model):
 
 
 class ReasoningPart(_Model):
+    """One block of the model's reasoning: its text and the provider's ``signature`` over it,
+    or ``redacted`` (opaque data, no text) for reasoning the provider keeps to itself. Both
+    go back to the provider with the history, as they came."""
+
     type: Literal["reasoning"] = "reasoning"
     id: str
     text: str = ""
     signature: str | None = None
+    redacted: str | None = None
 
 
 class FilePart(_Model):
@@ -294,10 +299,12 @@ def _convert(message: SessionMessage) -> list[Message]:
     for part in message.parts:
         if isinstance(part, TextPart) and part.text:
             assistant.append({"type": "text", "text": part.text})
-        elif isinstance(part, ReasoningPart) and part.text:
+        elif isinstance(part, ReasoningPart) and (part.text or part.signature or part.redacted):
             block: dict[str, Any] = {"type": "reasoning", "text": part.text}
             if part.signature:
                 block["signature"] = part.signature
+            if part.redacted:
+                block["redacted"] = part.redacted
             assistant.append(block)
         elif isinstance(part, ToolPart):
             data = part.state.input if isinstance(part.state.input, dict) else {}

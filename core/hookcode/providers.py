@@ -63,7 +63,8 @@ class Message:
     """A provider-neutral message.
 
     ``role`` is ``user``, ``assistant`` or ``tool``. ``content`` is a list of blocks:
-    ``{"type": "text", "text"}``, ``{"type": "reasoning", "text", "signature"?}``,
+    ``{"type": "text", "text"}``, ``{"type": "reasoning", "text", "signature"?, "redacted"?}``
+    (``redacted``: the opaque data of reasoning the provider would not show),
     ``{"type": "file", "mime", "url", "filename"}`` (user; ``url`` usually a data URL),
     ``{"type": "tool_use", "id", "name", "input"}`` (assistant), and for role ``tool``
     ``{"type": "tool_result", "id", "output", "is_error", "attachments"}``.
@@ -102,8 +103,13 @@ class TextDelta:
 
 @dataclass
 class ReasoningDelta:
+    """Reasoning text as it streams. ``signature`` (sent as the block ends) seals the block's
+    text; ``redacted`` is a whole block of reasoning the provider keeps to itself (opaque data
+    to send back as it came, no text). A block ends with its signature, or at any other part."""
+
     text: str
     signature: str | None = None
+    redacted: str | None = None
     type: Literal["reasoning"] = "reasoning"
 
 

@@ -679,7 +679,14 @@ class SessionLoop:
                 if isinstance(event, TextDelta):
                     self._on_text(msg, st, event.text, reasoning=False)
                 elif isinstance(event, ReasoningDelta):
-                    self._on_text(msg, st, event.text, reasoning=True, signature=event.signature)
+                    self._on_text(
+                        msg,
+                        st,
+                        event.text,
+                        reasoning=True,
+                        signature=event.signature,
+                        redacted=event.redacted,
+                    )
                 elif isinstance(event, ToolCallStart):
                     self._on_tool_start(msg, st, event.id, event.name)
                 elif isinstance(event, ToolInputDelta):
@@ -714,11 +721,16 @@ class SessionLoop:
         *,
         reasoning: bool,
         signature: str | None = None,
+        redacted: str | None = None,
     ) -> None:
-        if not text and not signature:
+        if not text and not signature and not redacted:
             return
         kind = ReasoningPart if reasoning else TextPart
         part = st.current if isinstance(st.current, kind) else None
+        if isinstance(part, ReasoningPart) and (part.redacted or (part.signature and text)):
+            part = None  # that block is complete (redacted, or sealed by its signature)
+        if redacted and part is not None and (part.text or part.signature):
+            part = None  # a redacted block is a block of its own
         if part is None:
             self._flush(msg, st)
             part = kind(id=new_id("prt"))
@@ -730,6 +742,8 @@ class SessionLoop:
         if reasoning:
             if signature:
                 part.signature = signature  # type: ignore[union-attr]
+            if redacted:
+                part.redacted = redacted  # type: ignore[union-attr]
             self.emit("reasoning", {"text": text, "message_id": msg.id, "part_id": part.id})
         else:
             st.text.append(text)

@@ -274,7 +274,8 @@ def test_thinking_streamed_and_sent_back_with_its_signature(fake: FakeAnthropic)
     events = collect(p, first)
     reasoning = [e for e in events if isinstance(e, ReasoningDelta)]
     assert "".join(e.text for e in reasoning) == "The user wants README; read it."
-    assert reasoning[-1].signature == "sig-abc123"
+    assert [e.signature for e in reasoning if e.signature] == ["sig-abc123"]
+    assert reasoning[-1] == ReasoningDelta("", redacted="REDACTED-DATA")  # a block of its own
     body = fake.requests[0]["body"]
     assert body["thinking"] == {"type": "enabled", "budget_tokens": 2000}
     assert body["max_tokens"] > 2000
@@ -801,6 +802,68 @@ def test_run_session_errors_images_and_thinking(hookcode_env: Any, fake: FakeAnt
     assert image["content"][1]["type"] == "image"
     assert image["content"][1]["source"]["data"] == base64.b64encode(PNG).decode()
     assert error["tool_use_id"] == "toolu_err" and error["is_error"] is True
+
+
+def test_reasoning_is_kept_in_the_history_across_processes(
+    hookcode_env: Any, fake: FakeAnthropic
+) -> None:
+    """Thinking blocks (signed, one after another, redacted, and signed with no text) are
+    stored with the session, each as it came: a runtime that never saw the reply (another process: a provider with nothing
+    remembered) sends them back as they came, as the API requires of a tool-use turn."""
+    target = hookcode_env.project / "notes.txt"
+    target.write_text("alpha\n")
+    fake.script(
+        "test-model",
+        reply(
+            thinking("Read the notes first.", signature="sig-one"),
+            thinking("Then answer.", signature="sig-two"),  # a block of its own
+            redacted_thinking("OPAQUE-DATA"),
+            thinking("", signature="sig-empty"),
+            tool_use("toolu_N", "read", {"filePath": str(target)}),
+        ),
+        ApiError(400, "invalid_request_error", "stop here"),  # the run ends after the call
+        reply(text("The notes say alpha.")),
+    )
+    from hookcode import hookimpl
+
+    class Thinking:
+        @hookimpl
+        def chat_params(self, params: dict[str, Any]) -> None:
+            params["options"]["thinking"] = {"budget_tokens": 2000}
+
+    first = loop_runtime(hookcode_env, fake)
+    first.plugins.register(Thinking(), "thinking")
+    result = asyncio.run(run_session(first, "read the notes", model="anthropic/test-model"))
+    assert result.error is not None and "stop here" in result.error
+    session_id = result.session_id
+    first.close()
+
+    second = loop_runtime(hookcode_env, fake)
+    second.plugins.register(Thinking(), "thinking")
+    session = second.store.get_session(session_id)
+    assert session is not None
+    result = asyncio.run(
+        run_session(second, "go on", model="anthropic/test-model", session=session)
+    )
+    assert result.error is None, result.error
+    assert result.text == "The notes say alpha."
+    sent = fake.bodies()[-1]["messages"]
+    assistant = next(m for m in sent if m["role"] == "assistant")["content"]
+    assert assistant[:4] == [
+        {"type": "thinking", "thinking": "Read the notes first.", "signature": "sig-one"},
+        {"type": "thinking", "thinking": "Then answer.", "signature": "sig-two"},
+        {"type": "redacted_thinking", "data": "OPAQUE-DATA"},
+        {"type": "thinking", "thinking": "", "signature": "sig-empty"},
+    ]
+    [call] = assistant[4:]
+    assert (call["type"], call["id"], call["name"]) == ("tool_use", "toolu_N", "read")
+    from hookcode.cli.sessions import _render, session_export
+
+    shown = _render(session_export(second.store, session_id) or {})
+    assert "  (reasoning) Read the notes first." in shown
+    assert "  (reasoning, redacted by the provider)" in shown
+    assert "OPAQUE-DATA" not in shown and "sig-" not in shown
+    second.close()
 
 
 def test_run_session_cut_off_call_is_not_run(hookcode_env: Any, fake: FakeAnthropic) -> None:

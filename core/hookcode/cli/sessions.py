@@ -330,7 +330,10 @@ def _render(data: dict[str, Any]) -> str:
         lines.append(f"── {label}" + (f" ({message['agent']})" if role == "assistant" else ""))
         for part in message["parts"]:
             kind = part.get("type")
-            if kind in ("text", "reasoning"):
+            if kind == "reasoning" and not part.get("text"):
+                if part.get("redacted"):
+                    lines.append("  (reasoning, redacted by the provider)")
+            elif kind in ("text", "reasoning"):
                 text = part.get("text") or ""
                 prefix = "(reasoning) " if kind == "reasoning" else ""
                 lines.extend("  " + prefix + line for line in text.splitlines() or [""])

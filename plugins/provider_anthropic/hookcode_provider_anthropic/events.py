@@ -5,7 +5,9 @@ Standard library only: :class:`ReplyState` reads the raw events the SDK yields f
 them into :mod:`hookcode.providers` events.
 
 * ``text_delta`` -> :class:`TextDelta`; ``thinking_delta`` -> :class:`ReasoningDelta`;
-  ``signature_delta`` -> ``ReasoningDelta("", signature=...)``.
+  ``signature_delta`` -> ``ReasoningDelta("", signature=...)``; a ``redacted_thinking`` block
+  -> ``ReasoningDelta("", redacted=data)``. The loop stores them all in the history, which
+  sends them back.
 * A ``tool_use`` block: :class:`ToolCallStart` at ``content_block_start``, one
   :class:`ToolInputDelta` per ``input_json_delta``, and :class:`ToolCallEnd` with the parsed
   input only at its ``content_block_stop``. A block cut by ``max_tokens`` gets no stop, so the
@@ -136,6 +138,8 @@ class ReplyState:
                 return [ReasoningDelta(text)]
         elif kind == "redacted_thinking":
             block.data = field_of(raw, "data") or ""
+            if block.data:
+                return [ReasoningDelta("", redacted=block.data)]
         elif kind == "tool_use":
             block.id = str(field_of(raw, "id", ""))
             block.name = str(field_of(raw, "name", ""))

@@ -318,6 +318,37 @@ def test_broken_servers_fail_clearly_and_the_others_work(hookcode_env: Any, mcp_
     assert invoke_tool(runtime, "time_get_current_time", {"timezone": "UTC"}).ok
 
 
+def test_a_server_that_dies_after_connecting_is_reported_failed(hookcode_env: Any) -> None:
+    write_servers(
+        hookcode_env,
+        {"dying": {"command": [sys.executable, str(SERVERS / "dying_server.py")]}},
+        '[permission]\n"dying_*" = "allow"\n',
+    )
+    runtime = hookcode_env.runtime()
+    echoed = invoke_tool(runtime, "dying_echo", {"text": "hello"})
+    assert echoed.ok and echoed.result.output == "hello", echoed.error_text
+    [status] = hookcode_mcp.status(runtime)
+    assert status["status"] == "connected"
+
+    died = invoke_tool(runtime, "dying_die", {})
+    assert not died.ok
+    assert "MCP server 'dying'" in died.error_text and "connection lost" in died.error_text
+
+    deadline = time.monotonic() + 10
+    while hookcode_mcp.status(runtime)[0]["status"] != "failed" and time.monotonic() < deadline:
+        time.sleep(0.05)
+    [status] = hookcode_mcp.status(runtime)
+    assert status["status"] == "failed", status
+    assert status["error"].startswith("connection lost: the server exited"), status
+    assert "dying server: out of luck" in status["error"]  # its last words on stderr
+
+    # later calls fail at once, naming the server and what happened to it
+    started = time.monotonic()
+    again = invoke_tool(runtime, "dying_echo", {"text": "still there?"})
+    assert not again.ok and time.monotonic() - started < 5
+    assert "MCP server 'dying' is not connected (failed: connection lost" in again.error_text
+
+
 # ---------------------------------------------------------------------------------------------
 # a streamable-HTTP server on loopback
 # ---------------------------------------------------------------------------------------------

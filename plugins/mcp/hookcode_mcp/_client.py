@@ -214,6 +214,7 @@ class Server:
             read, write = await self._local(stack)
         else:
             read, write = await self._remote(stack)
+        read = await self._watch_end(stack, read)
         from hookcode import __version__
 
         session = ClientSession(
@@ -223,6 +224,40 @@ class Server:
             client_info=types.Implementation(name="hookcode", version=__version__),
         )
         return await stack.enter_async_context(session)
+
+    async def _watch_end(self, stack: contextlib.AsyncExitStack, read: Any) -> Any:
+        """The server's messages, passed on as they come; when they end while connected (the
+        process exited, the connection dropped), the server is marked failed at once, saying
+        so, and its session is wound down (a local server's process is reaped)."""
+        import anyio
+
+        send, receive = anyio.create_memory_object_stream[Any](0)
+        group = await stack.enter_async_context(anyio.create_task_group())
+        stack.callback(group.cancel_scope.cancel)  # runs first: the group ends at once
+
+        async def forward() -> None:
+            async with send, read:
+                async for item in read:
+                    await send.send(item)
+                self._lost()  # before the session hears of it (and fails what waits)
+
+        group.start_soon(forward)
+        return receive
+
+    def _lost(self) -> None:
+        if self.status != "connected" or (self._stop is not None and self._stop.is_set()):
+            return  # still connecting (that failure is reported as such), or closing
+        if self.config.kind == "local":
+            message = "the server exited (or closed its output)"
+        else:
+            message = "the server closed the connection"
+        tail = self._stderr_tail()
+        if tail:
+            message += f"; stderr: {tail}"
+        self.status, self.error = "failed", f"connection lost: {message}"
+        self.session = None
+        if self._stop is not None:
+            self._stop.set()  # wind the session down
 
     async def _local(self, stack: contextlib.AsyncExitStack) -> Any:
         from hookcode.childwatch import ensure_child_watcher
@@ -363,6 +398,8 @@ class Server:
         except ToolError:
             raise
         except Exception as exc:
+            if self.status == "failed" and self.error:  # it died under this call
+                raise ToolError(f"MCP server {self.name!r}: {name}: {self.error}") from exc
             raise ToolError(f"MCP server {self.name!r}: {name}: {_describe(exc)}") from exc
 
     # -- the server's stderr ------------------------------------------------------------------

@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+from typing import Any
+
 import pytest
 from hookcode.testing import missing
 
@@ -30,3 +33,13 @@ def lsp_server():
             missing(f"language server {name} could not be installed: {exc}")
 
     return get
+
+
+@pytest.fixture
+def exa() -> Iterator[Any]:
+    """A local stand-in for Exa's MCP endpoint (``http_fakes.FakeServer``), for the websearch
+    and codesearch tests (``exa_fake`` has their shared helpers)."""
+    from http_fakes import FakeServer
+
+    with FakeServer() as fake:
+        yield fake

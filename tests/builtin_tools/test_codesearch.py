@@ -8,12 +8,12 @@ from __future__ import annotations
 import subprocess
 import sys
 import time
-from collections.abc import Iterator
 from typing import Any
 
 import pytest
+from exa_fake import enabled_runtime, failed, ok, result
 from hookcode.testing import ReplyWith, invoke_tool
-from http_fakes import FakeServer, hang, reply, sse
+from http_fakes import hang, reply, sse
 
 SNIPPETS = "## useState\n```js\nconst [x, setX] = useState(0)\n```"
 NO_RESULTS = (
@@ -22,32 +22,8 @@ NO_RESULTS = (
 )
 
 
-def result(text: str) -> dict[str, Any]:
-    return {"jsonrpc": "2.0", "id": 1, "result": {"content": [{"type": "text", "text": text}]}}
-
-
-@pytest.fixture
-def exa() -> Iterator[FakeServer]:
-    with FakeServer() as fake:
-        yield fake
-
-
-def enabled_runtime(hookcode_env: Any, exa: FakeServer) -> Any:
-    return hookcode_env.runtime(HOOKCODE_ENABLE_EXA="1", HOOKCODE_EXA_URL=exa.url("/mcp"))
-
-
 def code_search(runtime: Any, query: str = "React useState hook examples", **args: Any) -> Any:
     return invoke_tool(runtime, "codesearch", {"query": query, **args})
-
-
-def ok(outcome: Any) -> Any:
-    assert outcome.error is None, outcome.error_text
-    return outcome.result
-
-
-def failed(outcome: Any) -> str:
-    assert outcome.error is not None, outcome.result
-    return outcome.error_text
 
 
 def test_listed_but_refused_until_enabled(hookcode_env, exa):

@@ -7,10 +7,10 @@ import json
 import subprocess
 import sys
 import time
-from collections.abc import Iterator
 from typing import Any
 
 import pytest
+from exa_fake import enabled_runtime, failed, ok, result
 from hookcode.errors import PermissionRejected
 from hookcode.testing import ReplyWith, invoke_tool
 from http_fakes import FakeServer, hang, reply, sse
@@ -26,36 +26,8 @@ def disabled_message(tool: str) -> str:
     )
 
 
-def result(text: str, **extra: Any) -> dict[str, Any]:
-    return {
-        "jsonrpc": "2.0",
-        "id": 1,
-        "result": {"content": [{"type": "text", "text": text}], **extra},
-    }
-
-
-@pytest.fixture
-def exa() -> Iterator[FakeServer]:
-    with FakeServer() as fake:
-        yield fake
-
-
-def enabled_runtime(hookcode_env: Any, exa: FakeServer) -> Any:
-    return hookcode_env.runtime(HOOKCODE_ENABLE_EXA="1", HOOKCODE_EXA_URL=exa.url("/mcp"))
-
-
 def search(runtime: Any, query: str = "python 3.14 release", **args: Any) -> Any:
     return invoke_tool(runtime, "websearch", {"query": query, **args})
-
-
-def ok(outcome: Any) -> Any:
-    assert outcome.error is None, outcome.error_text
-    return outcome.result
-
-
-def failed(outcome: Any) -> str:
-    assert outcome.error is not None, outcome.result
-    return outcome.error_text
 
 
 # ---------------------------------------------------------------------------------------------

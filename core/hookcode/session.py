@@ -86,7 +86,6 @@ __all__ = [
     "UserMessage",
     "load_messages",
     "resolve_model",
-    "run_headless",
     "run_session",
 ]
 
@@ -1236,17 +1235,3 @@ async def run_session(
     )
     return await loop.run(text, files)
 
-
-def run_headless(
-    runtime: Runtime,
-    text: str,
-    *,
-    model: str | None = None,
-    agent: str | None = None,
-    as_json: bool = False,
-) -> int:
-    """``hookcode run`` without a terminal front end (kept for callers of the foundation's
-    API): see :func:`hookcode.cli.frontend.run_cli`."""
-    from hookcode.cli.frontend import run_cli
-
-    return run_cli(runtime, text, model=model, agent=agent, fmt="json" if as_json else "text")

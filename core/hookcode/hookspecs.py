@@ -209,6 +209,25 @@ def chat_message(message: Any, session: Any) -> None:
 
 
 @hookspec
+def session_stop(session: Any, text: str, active: bool) -> str | None:
+    """The model ended its turn without asking for tools: the run is about to end.
+
+    Args:
+        session: the session.
+        text: what the model said last.
+        active: True when this run already went on because of such an answer (Claude Code's
+            ``stop_hook_active``): a hook that answers every time keeps the agent going
+            until its step limit.
+
+    Returns:
+        None to let the run end, or a message to keep the agent going: it is added to the
+        session as a user message (marked synthetic) and the loop takes another step, within
+        the agent's step limit. The messages of every implementation are joined.
+    """
+    ...
+
+
+@hookspec
 def chat_params(params: dict[str, Any], session: Any, agent: Any, model: str) -> None:
     """Parameters of every model request.
 

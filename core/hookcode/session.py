@@ -324,6 +324,8 @@ class SessionLoop:
         self._refusals_from = 0
         #: provider messages of finished messages, by message id (to_provider_messages)
         self._converted: dict[str, list[Message]] = {}
+        self._model_ended = False  # the last step ended because the model asked for no tools
+        self._went_on = False  # a session_stop answer kept this run going
 
     # -- entry point --------------------------------------------------------------------------
     async def run(self, text: str, files: list[dict[str, Any]] | None = None) -> RunResult:
@@ -457,9 +459,38 @@ class SessionLoop:
             step += 1
             result.steps = step
             last = self.spec.steps is not None and step > self.spec.steps
+            self._model_ended = False
             if not await self._step(step, last, parent_id):
-                return
+                if not self._model_ended:
+                    return
+                goon = self._stop_check()
+                if goon is None:
+                    return
+                parent_id = goon.id
+                continue
             self._follow_agent_switch()
+
+    def _stop_check(self) -> SessionMessage | None:
+        """The ``session_stop`` hook, when the model ended its turn: the user message that
+        keeps the agent going (None: the run ends)."""
+        rt = self.runtime
+        if not rt.plugins.has_impls("session_stop"):
+            return None
+        answers = rt.plugins.call_each(
+            "session_stop", session=self.session, text=self.result.text, active=self._went_on
+        )
+        said = "\n\n".join(str(a).strip() for a in answers if str(a).strip())
+        if not said:
+            return None
+        self._went_on = True
+        message = UserMessage(
+            text="",
+            agent=self.spec.name,
+            model=self.model_id,
+            parts=[{"type": "text", "text": said, "synthetic": True}],
+        )
+        self.emit("stop_refused", {"session_id": self.result.session_id, "text": said})
+        return self._add_user(message)
 
     def _follow_agent_switch(self) -> None:
         """A tool (plan_enter / plan_exit) switched the session's agent in the store: the next
@@ -553,6 +584,7 @@ class SessionLoop:
             result.finish = "aborted"
             return False
         if stop or last or not st.calls:
+            self._model_ended = not stop and not last and not st.calls
             return False
         finish = msg.finish or ""
         return finish in ("tool-calls", "unknown", "") or finish not in STOP_REASONS

@@ -527,28 +527,70 @@ def test_user_prompt_submit_decision_block_and_context(hookcode_env: Any, hooks_
     assert "no deploys on Fridays" in (result.error or "")
 
 
-def test_stop_runs_when_the_loop_ends(
-    hookcode_env: Any, hooks_dir: Path, capsys: pytest.CaptureFixture[str]
-) -> None:
+KEEP_GOING_ONCE = """
+import json, sys
+data = json.load(sys.stdin)
+if not data["stop_hook_active"]:
+    print(json.dumps({"decision": "block", "reason": "tests still fail: run them again"}))
+"""
+
+
+def test_a_blocking_stop_hook_keeps_the_agent_going(hookcode_env: Any, hooks_dir: Path) -> None:
+    """A Stop hook that blocks (Claude Code's ``decision: "block"``) sends its reason to the
+    model and the loop goes on; the next Stop says ``stop_hook_active`` and the script, like
+    Claude Code's, lets the agent stop then."""
     record, log = recorder(hooks_dir)
-    keep_going = script(
-        hooks_dir,
-        "keep_going.py",
-        'import json\nprint(json.dumps({"decision": "block", "reason": "tests still fail"}))\n',
-    )
+    keep_going = script(hooks_dir, "keep_going.py", KEEP_GOING_ONCE)
     configure(hookcode_env, ("Stop", {"command": record}), ("Stop", {"command": keep_going}))
     turns = [
         {"tool_calls": [("bash", {"command": "echo step", "description": "x"})]},
         "all done",
+        "ran them again: they pass",
     ]
-    _, result = run_loop(hookcode_env, turns)
-    assert result.error is None and result.text == "all done"
+    model, result = run_loop(hookcode_env, turns)
+    assert result.error is None and result.text == "ran them again: they pass"
+    assert len(model.requests) == 3
+    last_user = [m for m in model.requests[2].messages if m.role == "user"][-1]
+    said = " ".join(b.get("text", "") for b in last_user.content)
+    assert "Stop hook feedback:\ntests still fail: run them again" in said
     seen = records(log)
-    assert len(seen) == 1  # once, at the end, not after each step
-    assert seen[0]["hook_event_name"] == "Stop"
-    assert seen[0]["stop_hook_active"] is False
-    assert seen[0]["session_id"] == result.session_id
-    assert "tests still fail" in capsys.readouterr().err
+    assert [r["hook_event_name"] for r in seen] == ["Stop", "Stop"]  # at each end, not each step
+    assert [r["stop_hook_active"] for r in seen] == [False, True]
+    assert {r["session_id"] for r in seen} == {result.session_id}
+
+
+def test_stop_hooks_exit_2_continue_false_and_the_step_limit(
+    hookcode_env: Any, hooks_dir: Path
+) -> None:
+    always = script(
+        hooks_dir, "always.py", 'import sys\nprint("not yet", file=sys.stderr)\nsys.exit(2)\n'
+    )
+    # exit 2 blocks with stderr as the reason, every time: the agent goes on to its step limit
+    configure(hookcode_env, ("Stop", {"command": always}))
+    config = hookcode_env.project / "hookcode.toml"
+    hookcode_env.write_config(config.read_text() + "\n[agent.build]\nsteps = 3\n")
+    model, result = run_loop(hookcode_env, ["one", "two", "three", "four", "five"])
+    assert result.error is None and result.steps == 4  # 3 steps with tools, then a last one
+    assert result.text == "four"
+    feedback = [
+        b["text"]
+        for request in model.requests
+        for m in request.messages
+        if m.role == "user"
+        for b in m.content
+        if "Stop hook feedback" in b.get("text", "")
+    ]
+    assert feedback and feedback[-1] == "Stop hook feedback:\nnot yet"
+
+    # continue: false lets the run end, whatever another Stop hook said
+    halt = script(
+        hooks_dir,
+        "halt.py",
+        'import json\nprint(json.dumps({"continue": False, "stopReason": "enough"}))\n',
+    )
+    configure(hookcode_env, ("Stop", {"command": always}), ("Stop", {"command": halt}))
+    model, result = run_loop(hookcode_env, ["only", "never"])
+    assert result.error is None and result.text == "only" and len(model.requests) == 1
 
 
 # ------------------------------------------------------------------------------- config

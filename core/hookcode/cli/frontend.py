@@ -284,6 +284,10 @@ class TextDisplay:
             "yellow",
         )
 
+    def on_stop_refused(self, data: dict[str, Any]) -> None:
+        first = (data.get("text") or "").strip().splitlines()
+        self._line(f"a stop hook kept the agent going: {first[0] if first else ''}", "yellow")
+
     def on_compaction(self, data: dict[str, Any]) -> None:
         if data["status"] == "started":
             self._line("compacting the conversation (it nears the model's context window)", "dim")

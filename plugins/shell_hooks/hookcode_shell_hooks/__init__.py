@@ -20,7 +20,8 @@ Claude Code reads it, so existing hook scripts work unchanged:
 
 Where the hooks attach: PreToolUse = ``tool_execute_before`` (+ ``permission_ask`` /
 ``permission_prompt`` for ``ask`` / ``allow``), PostToolUse = ``tool_execute_after``,
-UserPromptSubmit = ``chat_message``, Stop = the ``session.idle`` event. Hooks run in the
+UserPromptSubmit = ``chat_message``, Stop = ``session_stop`` (a blocking Stop hook keeps the
+agent going with its reason, as in Claude Code). Hooks run in the
 working directory with the runtime's environment plus ``CLAUDE_PROJECT_DIR`` (the worktree);
 the hooks of one event run in parallel.
 """
@@ -33,7 +34,6 @@ from typing import TYPE_CHECKING, Any
 from hookcode import hookimpl
 
 if TYPE_CHECKING:
-    from hookcode.events import Event
     from hookcode.permission import PermissionRequest, Reply, Vote
     from hookcode.runtime import Runtime
     from hookcode.tools import ToolCall, ToolContext, ToolResult
@@ -173,6 +173,7 @@ class _Verdict:
         self.context: list[str] = []
         self.permission: str | None = None
         self.updated: list[dict[str, Any]] = []
+        self.halted = False  # ``continue: false``: the run ends (Stop: whatever else was said)
 
 
 def _read(
@@ -209,6 +210,7 @@ def _read_json(
     if isinstance(message, str) and message.strip():
         runtime.plugins.warn(f"{run.label}: {message.strip()}")  # shown to the user
     if output.get("continue") is False:
+        verdict.halted = True
         verdict.blocks.append(str(output.get("stopReason") or f"{run.label} stopped the run"))
         return
     decision = output.get("decision")
@@ -344,21 +346,18 @@ def chat_message(message: Any, session: Any) -> None:
 
 
 @hookimpl
-def event(event: Event) -> None:
-    """Stop: when the loop ends (``session.idle``)."""
-    if event.type != "session.idle":
-        return
+def session_stop(session: Any, text: str, active: bool) -> str | None:
+    """Stop: the model ended its turn. A hook that blocks (exit 2, or ``decision: "block"``)
+    keeps the agent going with its reason; ``continue: false`` lets the run end whatever the
+    others said."""
     from hookcode.plugins import current_runtime
 
     runtime = current_runtime()
     if not _entries(runtime, "Stop"):
-        return
-    session_id = str(event.properties.get("session_id", ""))
-    payload = _payload(runtime, "Stop", session_id, stop_hook_active=False)
+        return None
+    payload = _payload(runtime, "Stop", str(session.id), stop_hook_active=active)
     runs = _run_sync_hooks(runtime, "Stop", payload)
     verdict = _read(runtime, "Stop", runs)
-    for reason in verdict.blocks:
-        runtime.plugins.warn(
-            f"a Stop hook asked the agent to keep going ({reason}); hookcode ends the run "
-            "anyway (Stop hooks observe)"
-        )
+    if verdict.halted or not verdict.blocks:
+        return None
+    return "Stop hook feedback:\n" + "\n".join(verdict.blocks)

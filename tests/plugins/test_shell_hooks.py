@@ -125,7 +125,7 @@ def test_exit_2_blocks_rm_rf_with_stderr_as_the_reason(hookcode_env: Any, hooks_
     assert first["tool_input"]["command"] == "rm -rf victim"
     assert records(log)[1]["tool_use_id"] == outcome.call.call_id
     assert first["session_id"]
-    assert first["transcript_path"] is None
+    assert first["transcript_path"].endswith(f"/transcripts/{first['session_id']}.jsonl")
     assert first["permission_mode"] == "default"
     assert first["cwd"] == str(hookcode_env.project.resolve())
     assert first["_cwd"] == str(hookcode_env.project.resolve())
@@ -591,6 +591,58 @@ def test_stop_hooks_exit_2_continue_false_and_the_step_limit(
     configure(hookcode_env, ("Stop", {"command": always}), ("Stop", {"command": halt}))
     model, result = run_loop(hookcode_env, ["only", "never"])
     assert result.error is None and result.text == "only" and len(model.requests) == 1
+
+
+SNAPSHOT = """
+import json, sys
+data = json.load(sys.stdin)
+with open(data["transcript_path"]) as transcript:
+    lines = [json.loads(line) for line in transcript]
+with open({log!r}, "a") as log:
+    log.write(json.dumps({{"event": data["hook_event_name"], "lines": lines}}) + "\\n")
+"""
+
+
+def test_hooks_read_the_session_as_a_claude_code_transcript(
+    hookcode_env: Any, hooks_dir: Path
+) -> None:
+    """``transcript_path`` is the session in Claude Code's JSONL shape, up to date when each
+    hook runs: what a script that reads Claude Code transcripts looks for is there."""
+    log = hooks_dir / "snapshots.jsonl"
+    snapshot = script(hooks_dir, "snapshot.py", SNAPSHOT.format(log=str(log)))
+    configure(
+        hookcode_env,
+        ("PreToolUse", {"matcher": "Bash", "command": snapshot}),
+        ("Stop", {"command": snapshot}),
+    )
+    turns = [
+        {"tool_calls": [("bash", {"command": "echo step", "description": "say step"})]},
+        "all done",
+    ]
+    _, result = run_loop(hookcode_env, turns, text="run the step")
+    assert result.error is None
+    before, stop = records(log)
+    assert (before["event"], stop["event"]) == ("PreToolUse", "Stop")
+
+    # before the call: the prompt, then the call itself, no result yet
+    first, call = before["lines"]
+    assert first["type"] == "user" and first["message"]["content"] == [
+        {"type": "text", "text": "run the step"}
+    ]
+    assert call["type"] == "assistant" and call["parentUuid"] == first["uuid"]
+    [use] = call["message"]["content"]
+    assert use["type"] == "tool_use" and use["name"] == "Bash"
+    assert use["input"]["command"] == "echo step"
+
+    # at the end: the call's result in a user line, then the last answer
+    lines = stop["lines"]
+    assert [line["type"] for line in lines] == ["user", "assistant", "user", "assistant"]
+    [tool_result] = lines[2]["message"]["content"]
+    assert tool_result["type"] == "tool_result" and tool_result["tool_use_id"] == use["id"]
+    assert "step" in tool_result["content"]
+    assert lines[3]["message"]["content"] == [{"type": "text", "text": "all done"}]
+    assert {line["sessionId"] for line in lines} == {result.session_id}
+    assert all(line["timestamp"].endswith("Z") for line in lines)
 
 
 # ------------------------------------------------------------------------------- config

@@ -2,7 +2,8 @@
 
 Configured in ``[[hooks.PreToolUse]]``, ``[[hooks.PostToolUse]]``, ``[[hooks.UserPromptSubmit]]``
 and ``[[hooks.Stop]]`` entries (``matcher``, ``command``, ``timeout`` in seconds). Each hook
-reads what Claude Code sends on stdin (``session_id``, ``transcript_path``, ``cwd``,
+reads what Claude Code sends on stdin (``session_id``, ``transcript_path`` (the session as a
+Claude-Code-style JSONL transcript, see :mod:`hookcode_shell_hooks.transcript`), ``cwd``,
 ``permission_mode``, ``hook_event_name``, and per event ``tool_name``, ``tool_input``,
 ``tool_use_id``, ``tool_response``, ``prompt``, ``stop_hook_active``) and answers the way
 Claude Code reads it, so existing hook scripts work unchanged:
@@ -72,10 +73,19 @@ def _entries(runtime: Runtime | None, event: str) -> list[Any]:
     return list(getattr(section, event, None) or [])
 
 
-def _payload(runtime: Runtime, event: str, session_id: str, **extra: Any) -> dict[str, Any]:
+def _payload(
+    runtime: Runtime, event: str, session_id: str, call: ToolCall | None = None, **extra: Any
+) -> dict[str, Any]:
+    from hookcode_shell_hooks.transcript import write_transcript
+
+    try:
+        transcript = write_transcript(runtime, session_id, call)
+    except Exception as exc:  # a transcript we cannot build: the hooks run without one
+        runtime.plugins.warn(f"shell_hooks: cannot write the session's transcript: {exc}")
+        transcript = None
     return {
         "session_id": session_id,
-        "transcript_path": None,
+        "transcript_path": transcript,
         "cwd": str(runtime.cwd),
         "permission_mode": "default",
         "hook_event_name": event,
@@ -111,6 +121,7 @@ async def _run_tool_hooks(
         runtime,
         event,
         call.session_id,
+        call,
         tool_name=claude_name(call.tool),
         tool_input=to_claude_input(call.args),
         tool_use_id=call.call_id,

@@ -90,9 +90,10 @@ async def files(
     goes on walking (work per path done there overlaps the search), and for the last ones
     while rg is being stopped; what it raises, ``files`` raises once rg is gone. ``rg`` is
     stopped as soon as ``limit + 1`` paths were read (where every path rg prints is kept, rg
-    writes them a line at a time, so that happens as soon as it found them). Raises :class:`ToolError`
-    (``No such file or directory``) when ``cwd`` is not a directory, ``ripgrep failed: ...``
-    when rg fails without listing anything (an invalid glob), :class:`ToolAborted` on abort.
+    writes them a line at a time, so that happens as soon as it found them). Raises
+    :class:`ToolError` (``No such file or directory``) when ``cwd`` is not a directory,
+    ``ripgrep failed: ...`` when rg fails without listing anything (an invalid glob),
+    :class:`ToolAborted` on abort.
     """
     directory = Path(cwd)
     if not directory.is_dir():

@@ -643,6 +643,8 @@ def test_hooks_read_the_session_as_a_claude_code_transcript(
     assert lines[3]["message"]["content"] == [{"type": "text", "text": "all done"}]
     assert {line["sessionId"] for line in lines} == {result.session_id}
     assert all(line["timestamp"].endswith("Z") for line in lines)
+    written = hookcode_env.data_dir / "transcripts" / f"{result.session_id}.jsonl"
+    assert written.stat().st_mode & 0o777 == 0o600  # private, like the session it comes from
 
 
 # ------------------------------------------------------------------------------- config

@@ -142,27 +142,27 @@ class _State:
         self.asked: dict[str, dict[str, Any]] = {}
         self._warned: set[str] = set()
         self._auth_json = os.path.join(runtime.data_dir, "auth.json")
-        self._secrets: list[str] = []
-        self._secrets_key: object = _UNREAD  # auth.json's mtime when _secrets was read
-        self._redact: Callable[[str], str] | None = None
+        self._secrets_key: object = _UNREAD  # auth.json's mtime when the secrets were read
+        self._redact: Callable[[str], str] | None = None  # None: no secret to scrub
 
     # -- redaction ----------------------------------------------------------------------------
-    def secrets(self) -> list[str]:
+    def _redactor(self) -> Callable[[str], str] | None:
+        """Redaction of the current secrets, prepared once per version of auth.json (without
+        one: once); None when there is none to scrub."""
         try:
             key: object = os.stat(self._auth_json).st_mtime_ns
         except OSError:
             key = None
-        if key != self._secrets_key:  # read once per version of auth.json (none: once)
+        if key != self._secrets_key:
             from hookcode.auth import redactor
 
-            self._secrets = secrets_of(self.runtime, tuple(self.settings.redact))
-            self._redact = redactor(self._secrets) if self._secrets else None
+            secrets = secrets_of(self.runtime, tuple(self.settings.redact))
+            self._redact = redactor(secrets) if secrets else None
             self._secrets_key = key
-        return self._secrets
+        return self._redact
 
     def redact(self, value: Any) -> Any:
-        self.secrets()
-        redact = self._redact
+        redact = self._redactor()
         if redact is None:
             return value
 

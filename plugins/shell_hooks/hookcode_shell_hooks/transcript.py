@@ -16,11 +16,11 @@ from __future__ import annotations
 
 import contextlib
 import json
-import os
-import tempfile
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
+
+from hookcode.fileio import atomic_write
 
 from hookcode_shell_hooks.claude import claude_name, to_claude_input
 
@@ -43,19 +43,10 @@ def write_transcript(runtime: Any, session_id: str, call: Any = None) -> str | N
                 if part.get("call_id") == call.call_id and state and not state.get("input"):
                     state["input"] = call.args
     lines = transcript_lines(messages, session_id, str(runtime.cwd))
-    directory = Path(runtime.data_dir) / "transcripts"
-    target = directory / f"{session_id}.jsonl"
-    try:
-        directory.mkdir(parents=True, exist_ok=True)
-        fd, temp = tempfile.mkstemp(prefix=f".{session_id}.", suffix=".tmp", dir=directory)
-        try:
-            with os.fdopen(fd, "w", encoding="utf-8") as handle:
-                handle.writelines(json.dumps(line, ensure_ascii=False) + "\n" for line in lines)
-            os.replace(temp, target)
-        except BaseException:
-            with contextlib.suppress(OSError):
-                os.unlink(temp)
-            raise
+    data = "".join(json.dumps(line, ensure_ascii=False) + "\n" for line in lines)
+    target = Path(runtime.data_dir) / "transcripts" / f"{session_id}.jsonl"
+    try:  # private, like the session it comes from (the store and the audit log)
+        atomic_write(target, data.encode("utf-8"), mode=0o600)
     except OSError:
         return None
     return str(target)

@@ -36,7 +36,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import date
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Literal
 
 from hookcode import compaction
 from hookcode.agents import AgentSpec
@@ -324,7 +324,6 @@ class SessionLoop:
         self._refusals_from = 0
         #: provider messages of finished messages, by message id (to_provider_messages)
         self._converted: dict[str, list[Message]] = {}
-        self._model_ended = False  # the last step ended because the model asked for no tools
         self._went_on = False  # a session_stop answer kept this run going
 
     # -- entry point --------------------------------------------------------------------------
@@ -459,10 +458,10 @@ class SessionLoop:
             step += 1
             result.steps = step
             last = self.spec.steps is not None and step > self.spec.steps
-            self._model_ended = False
-            if not await self._step(step, last, parent_id):
-                if not self._model_ended:
-                    return
+            went = await self._step(step, last, parent_id)
+            if went == "ended":
+                return
+            if went == "answered":  # a session_stop hook may keep the agent going
                 goon = self._stop_check()
                 if goon is None:
                     return
@@ -524,8 +523,12 @@ class SessionLoop:
         )
         return params
 
-    async def _step(self, step: int, last: bool, parent_id: str) -> bool:
-        """One request and its calls; True when the loop goes on."""
+    async def _step(
+        self, step: int, last: bool, parent_id: str
+    ) -> Literal["more", "answered", "ended"]:
+        """One request and its calls: ``more`` when the loop goes on, ``answered`` when the
+        model ended its turn asking for no tools, ``ended`` when the run ends otherwise (an
+        error, an abort, a refusal, the step limit)."""
         rt, spec, result = self.runtime, self.spec, self.result
         assert self.session is not None
         system = self._system(spec)
@@ -578,16 +581,18 @@ class SessionLoop:
         if st.error is not None:
             result.error = f"model error: {st.error.message}"
             result.finish = "error"
-            return False
+            return "ended"
         if st.aborted or self.abort.is_set():
             result.aborted = True
             result.finish = "aborted"
-            return False
-        if stop or last or not st.calls:
-            self._model_ended = not stop and not last and not st.calls
-            return False
+            return "ended"
+        if stop or last:
+            return "ended"
+        if not st.calls:
+            return "answered"
         finish = msg.finish or ""
-        return finish in ("tool-calls", "unknown", "") or finish not in STOP_REASONS
+        goes_on = finish in ("tool-calls", "unknown", "") or finish not in STOP_REASONS
+        return "more" if goes_on else "ended"
 
     def _new_assistant(
         self, agent: str, model_id: str, parent_id: str, **extra: Any
@@ -1266,4 +1271,3 @@ async def run_session(
         lock=lock,
     )
     return await loop.run(text, files)
-

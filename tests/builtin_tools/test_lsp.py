@@ -656,3 +656,24 @@ def test_close_all_stops_every_server(jedi_rt, pyright_rt):
     close_all()
     assert not any(alive(p) for p in pids)
     assert manager_for(jedi_rt).clients() == []
+
+
+def test_late_publications_for_closed_documents_are_dropped(tmp_path):
+    """A server may publish for a document after its didClose (a check that was under way
+    when the file was deleted, or its clearing): nothing stale is kept, and a file that is
+    not open but exists keeps what the server reports about it."""
+    from hookcode_tool_lsp.client import Document, LspClient, path_to_uri
+
+    client = LspClient("fake", ["true"], tmp_path)
+    error = {"range": {}, "message": "boom", "severity": 1}
+    gone, closed, kept = tmp_path / "gone.py", tmp_path / "closed.py", tmp_path / "kept.py"
+    closed.write_text("x = 1\n")
+    kept.write_text("x = 1\n")
+    client.documents[path_to_uri(tmp_path / "open.py")] = Document(0, "")
+    for path, diagnostics in ((gone, [error]), (closed, []), (kept, [error]),
+                              (tmp_path / "open.py", [])):
+        client._published({"uri": path_to_uri(path), "diagnostics": diagnostics})
+    assert client.diagnostics() == {str(kept): [error], str(tmp_path / "open.py"): []}
+    # a clearing publication removes what an earlier one reported
+    client._published({"uri": path_to_uri(kept), "diagnostics": []})
+    assert str(kept) not in client.diagnostics()

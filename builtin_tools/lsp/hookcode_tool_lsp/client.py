@@ -452,11 +452,19 @@ class LspClient:
         diagnostics = params.get("diagnostics") or []
         version = params.get("version")
         self._seq += 1
-        self.publications[uri] = Publication(
-            [d for d in diagnostics if isinstance(d, dict)],
-            version if isinstance(version, int) else None,
-            self._seq,
-        )
+        if uri not in self.documents and (
+            not diagnostics
+            or (uri.startswith("file:") and not os.path.exists(uri_to_path(uri)))
+        ):
+            # a closed document's: the server clearing it, or a check of a file that is gone
+            # which arrived after its didClose; either way it has nothing to report
+            self.publications.pop(uri, None)
+        else:
+            self.publications[uri] = Publication(
+                [d for d in diagnostics if isinstance(d, dict)],
+                version if isinstance(version, int) else None,
+                self._seq,
+            )
         for event in self._waiters.get(uri, ()):
             event.set()
         for event in self._any_waiters:

@@ -3,14 +3,20 @@
 from __future__ import annotations
 
 import asyncio
+import json
+import socket
+from collections.abc import Iterator
 from pathlib import Path
 
+import pytest
 from hookcode import hookimpl
 from hookcode.session import run_session
 from hookcode.testing import ReplyWith, ScriptedModel, invoke_tool
-from hookcode_tool_skill import INTRO, NO_SKILLS
+from hookcode_tool_skill import INTRO, NO_SKILLS, discover
+from http_fakes import FakeServer, Handler, reply
 
 PLUGINS = "policy_rules,tool_skill,tool_read"
+JSON = "application/json"
 
 
 def skill(root: Path, name: str, description: str = "does things", body: str = "Do it.") -> Path:
@@ -262,3 +268,341 @@ def test_system_prompt_lists_the_skills_unless_the_tool_is_disabled(hookcode_env
     asyncio.run(run_session(rt2, "hi", model="script/test"))
     assert "<available_skills>" not in "\n".join(model.requests[1].system)
     assert "skill" not in {t["name"] for t in model.requests[1].tools}
+
+
+# ---------------------------------------------------------------------------------------------
+# [skills] urls: remote indexes, served by a real local HTTP server
+# ---------------------------------------------------------------------------------------------
+
+MB = 1024 * 1024
+
+
+@pytest.fixture
+def server() -> Iterator[FakeServer]:
+    with FakeServer() as fake:
+        yield fake
+
+
+def publish(server: FakeServer, prefix: str, skills: dict[str, dict[str, str]]) -> str:
+    """Serve ``<prefix>/index.json`` listing ``skills`` ({name: {file: content}}) and each file
+    under ``<prefix>/<name>/<file>``; returns the index's base URL (no trailing slash)."""
+    index = {
+        "skills": [
+            {"name": name, "description": f"{name} from {prefix}", "files": list(files)}
+            for name, files in skills.items()
+        ]
+    }
+    server.route(f"{prefix}/index.json", reply(200, json.dumps(index), content_type=JSON))
+    for name, files in skills.items():
+        for file, content in files.items():
+            server.route(f"{prefix}/{name}/{file}", reply(200, content))
+    return server.url(prefix)
+
+
+def skill_md(name: str, description: str = "does things", body: str = "Do it.") -> str:
+    return f"---\nname: {name}\ndescription: {description}\n---\n\n{body}\n"
+
+
+def with_urls(env, *urls: str, extra: str = "") -> None:
+    env.write_config(f"[skills]\nurls = {json.dumps(list(urls))}\n{extra}")
+
+
+def cache_of(env) -> Path:
+    return env.data_dir / "cache" / "skills"
+
+
+def listed(rt) -> list[str]:
+    return [line for line in description(rt).splitlines() if line.startswith("- **")]
+
+
+def files_under(root: Path) -> set[str]:
+    return {p.relative_to(root).as_posix() for p in root.rglob("*") if p.is_file()}
+
+
+@pytest.mark.parametrize("slash", ["", "/"], ids=["no-trailing-slash", "trailing-slash"])
+def test_skills_from_a_url_are_listed_and_loadable(hookcode_env, server, slash):
+    base = publish(
+        server,
+        "/pack",
+        {
+            "deploy": {
+                "SKILL.md": skill_md("deploy", "Ship it", "# Steps\n\nRun make."),
+                "scripts/run.sh": "echo run\n",
+            },
+            "review": {"SKILL.md": skill_md("review", "Read the diff")},
+        },
+    )
+    skill(hookcode_env.project / ".hookcode" / "skills", "local", "from the project")
+    with_urls(hookcode_env, base + slash)
+    rt = runtime(hookcode_env)
+
+    assert listed(rt) == [
+        "- **local**: from the project",
+        "- **deploy**: Ship it",
+        "- **review**: Read the diff",
+    ]
+    outcome = invoke_tool(rt, "skill", {"name": "deploy"})
+
+    assert outcome.error is None, outcome.error_text
+    directory = cache_of(hookcode_env) / "deploy"
+    assert outcome.result.metadata["dir"] == str(directory)
+    output = outcome.result.output
+    assert "# Steps\n\nRun make." in output
+    assert f"Base directory for this skill: {directory.as_uri()}" in output
+    assert f"<file>{directory / 'scripts' / 'run.sh'}</file>" in output
+    assert (directory / "scripts" / "run.sh").read_text() == "echo run\n"
+    assert files_under(cache_of(hookcode_env)) == {
+        "deploy/SKILL.md",
+        "deploy/scripts/run.sh",
+        "review/SKILL.md",
+    }
+    assert [r.path for r in server.seen("/pack/index.json")] == ["/pack/index.json"]
+    assert discover(rt).warnings == []
+
+
+def test_files_already_in_the_cache_are_not_downloaded_again(hookcode_env, server):
+    base = publish(
+        server,
+        "/pack",
+        {"deploy": {"SKILL.md": skill_md("deploy"), "ref.md": "reference\n"}},
+    )
+    with_urls(hookcode_env, base)
+
+    assert "deploy" in discover(runtime(hookcode_env)).skills
+    assert "deploy" in discover(runtime(hookcode_env)).skills  # a second run: cache hits
+    (cache_of(hookcode_env) / "deploy" / "ref.md").unlink()
+    assert "deploy" in discover(runtime(hookcode_env)).skills  # only the missing file again
+
+    assert len(server.seen("/pack/index.json")) == 3  # the index is read by every runtime
+    assert len(server.seen("/pack/deploy/SKILL.md")) == 1
+    assert len(server.seen("/pack/deploy/ref.md")) == 2
+    assert (cache_of(hookcode_env) / "deploy" / "ref.md").read_text() == "reference\n"
+
+
+def _unreachable() -> str:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        port = sock.getsockname()[1]
+    return f"http://127.0.0.1:{port}/skills"
+
+
+BROKEN_INDEXES = {
+    "404": (lambda s: s.url("/missing"), "the server answered 404"),
+    "not-json": (
+        lambda s: (s.route("/html/index.json", reply(200, "<html>no</html>")), s.url("/html"))[1],
+        "it is not JSON",
+    ),
+    "a-list": (
+        lambda s: (s.route("/list/index.json", reply(200, "[]")), s.url("/list"))[1],
+        'expected an object {"skills": [{"name", "description", "files": [...]}]}',
+    ),
+    "skills-not-a-list": (
+        lambda s: (
+            s.route("/obj/index.json", reply(200, '{"skills": {"name": "x"}}')),
+            s.url("/obj"),
+        )[1],
+        'expected an object {"skills": [{"name", "description", "files": [...]}]}',
+    ),
+    "too-large": (
+        lambda s: (
+            s.route("/big/index.json", reply(200, b" " * (5 * MB + 1), content_type=JSON)),
+            s.url("/big"),
+        )[1],
+        "larger than the 5 MB limit",
+    ),
+    "unreachable": (lambda s: _unreachable(), "request failed"),
+    "not-http": (lambda s: "ftp://127.0.0.1/skills", "only http:// and https:// URLs"),
+    "not-a-url": (lambda s: "skills.example.com", "only http:// and https:// URLs"),
+    "bad-ipv6": (lambda s: "http://[::1/skills", "it is not a valid URL"),
+}
+
+
+@pytest.mark.parametrize("case", list(BROKEN_INDEXES))
+def test_a_broken_index_is_a_warning_and_other_skills_are_still_found(
+    hookcode_env, server, capsys, case
+):
+    make_url, cause = BROKEN_INDEXES[case]
+    bad = make_url(server)
+    good = publish(server, "/good", {"remote": {"SKILL.md": skill_md("remote", "from a url")}})
+    skill(hookcode_env.project / ".hookcode" / "skills", "local", "from the project")
+    with_urls(hookcode_env, bad, good)
+    rt = runtime(hookcode_env)
+
+    assert listed(rt) == ["- **local**: from the project", "- **remote**: from a url"]
+    (warning,) = discover(rt).warnings
+    assert bad in warning and cause in warning
+    assert cause in capsys.readouterr().err
+    assert invoke_tool(rt, "skill", {"name": "remote"}).error is None
+
+
+def test_a_large_index_without_a_length_is_cut_off_while_streaming(hookcode_env, server):
+    def endless(h: Handler) -> None:
+        h.head(200, content_type=JSON)  # no Content-Length: the size shows only as it comes
+        h.stream(b"[" + b" " * (64 * 1024 - 1) for _ in range(200))
+
+    server.route("/stream/index.json", endless)
+    with_urls(hookcode_env, server.url("/stream"))
+    rt = runtime(hookcode_env)
+
+    (warning,) = discover(rt).warnings
+    assert "/stream/index.json" in warning and "larger than the 5 MB limit" in warning
+    assert server.sent("/stream/index.json") < 200 * 64 * 1024
+
+
+def test_wrongly_shaped_entries_are_skipped_with_a_warning(hookcode_env, server):
+    index = {
+        "skills": [
+            42,
+            {"name": 7, "files": ["SKILL.md"]},
+            {"name": "nofiles", "files": "SKILL.md"},
+            {"name": "nomd", "files": ["notes.txt"]},
+            {"name": "good", "description": "fine", "files": ["SKILL.md", 3, None]},
+        ]
+    }
+    server.route("/pack/index.json", reply(200, json.dumps(index), content_type=JSON))
+    server.route("/pack/good/SKILL.md", reply(200, skill_md("good", "fine")))
+    server.route("/pack/nomd/notes.txt", reply(200, "notes"))
+    with_urls(hookcode_env, server.url("/pack"))
+    rt = runtime(hookcode_env)
+
+    assert listed(rt) == ["- **good**: fine"]
+    index_url = server.url("/pack/index.json")
+    shape = 'skipped: expected {"name": string, "files": [string, ...]}'
+    assert discover(rt).warnings == [
+        f"skills: index {index_url}, entry 0 {shape}",
+        f"skills: index {index_url}, entry 1 {shape}",
+        f"skills: index {index_url}, entry 2 {shape}",
+        f"skills: index {index_url}, skill 'nomd' lists no SKILL.md",
+        f"skills: index {index_url}, skill 'good': file entry 3 skipped: not a string",
+        f"skills: index {index_url}, skill 'good': file entry None skipped: not a string",
+    ]
+    assert files_under(cache_of(hookcode_env)) == {"good/SKILL.md", "nomd/notes.txt"}
+
+
+def test_unsafe_names_and_file_paths_are_refused_and_nothing_is_written_outside(
+    hookcode_env, server
+):
+    outside = hookcode_env.root / "outside.txt"
+    index = {
+        "skills": [
+            {"name": "../escape", "files": ["SKILL.md"]},
+            {"name": "..", "files": ["SKILL.md"]},
+            {"name": "a\\b", "files": ["SKILL.md"]},
+            {"name": "/abs", "files": ["SKILL.md"]},
+            {"name": "", "files": ["SKILL.md"]},
+            {
+                "name": "good",
+                "files": [
+                    "SKILL.md",
+                    "../escaped.txt",
+                    "sub/../../escaped2.txt",
+                    "..",
+                    str(outside),
+                    "/etc/hookcode-test.txt",
+                    "sub\\..\\x.txt",
+                    "C:/x.txt",
+                    "a//b.txt",
+                    "docs/ok.md",
+                ],
+            },
+        ]
+    }
+    server.route("/pack/index.json", reply(200, json.dumps(index), content_type=JSON))
+    server.route("/pack/good/SKILL.md", reply(200, skill_md("good", "fine")))
+    server.route("/pack/good/docs/ok.md", reply(200, "ok"))
+    with_urls(hookcode_env, server.url("/pack"))
+    before = files_under(hookcode_env.root)
+    rt = runtime(hookcode_env)
+
+    assert listed(rt) == ["- **good**: fine"]
+    warnings = discover(rt).warnings
+    index_url = server.url("/pack/index.json")
+    for position, name in enumerate(["../escape", "..", "a\\b", "/abs", ""]):
+        assert (
+            f"skills: index {index_url}, entry {position} skipped: unsafe skill name {name!r}"
+            in warnings
+        )
+    refused = [
+        "../escaped.txt",
+        "sub/../../escaped2.txt",
+        "..",
+        str(outside),
+        "/etc/hookcode-test.txt",
+        "sub\\..\\x.txt",
+        "C:/x.txt",
+        "a//b.txt",
+    ]
+    for file in refused:
+        assert (
+            f"skills: index {index_url}, skill 'good': file {file!r} refused: unsafe path"
+            in warnings
+        )
+    assert len(warnings) == 5 + len(refused)
+    assert not outside.exists()
+    new_files = files_under(hookcode_env.root) - before
+    data = hookcode_env.data_dir.relative_to(hookcode_env.root).as_posix()
+    assert {f for f in new_files if not f.endswith("hookcode.db")} == {
+        f"{data}/cache/skills/good/SKILL.md",
+        f"{data}/cache/skills/good/docs/ok.md",
+    }
+    # nothing refused was even asked for
+    assert sorted(r.path for r in server.requests) == [
+        "/pack/good/SKILL.md",
+        "/pack/good/docs/ok.md",
+        "/pack/index.json",
+    ]
+
+
+def test_a_failing_file_does_not_stop_the_others(hookcode_env, server):
+    def huge(h: Handler) -> None:
+        h.head(200, content_type="application/octet-stream")
+        h.stream(b"x" * (64 * 1024) for _ in range(200))
+
+    index = {
+        "skills": [
+            {
+                "name": "deploy",
+                "description": "d",
+                "files": ["missing.txt", "huge.bin", "SKILL.md", "ref.md"],
+            }
+        ]
+    }
+    server.route("/pack/index.json", reply(200, json.dumps(index), content_type=JSON))
+    server.route("/pack/deploy/huge.bin", huge)
+    server.route("/pack/deploy/SKILL.md", reply(200, skill_md("deploy", "Ship it")))
+    server.route("/pack/deploy/ref.md", reply(200, "reference\n"))
+    with_urls(hookcode_env, server.url("/pack"))
+    rt = runtime(hookcode_env)
+
+    outcome = invoke_tool(rt, "skill", {"name": "deploy"})
+
+    assert outcome.error is None, outcome.error_text
+    where = f"skills: index {server.url('/pack/index.json')}, skill 'deploy'"
+    assert discover(rt).warnings == [
+        f"{where}: file {server.url('/pack/deploy/missing.txt')} skipped: the server answered 404",
+        f"{where}: file {server.url('/pack/deploy/huge.bin')} skipped: larger than the 5 MB limit",
+    ]
+    # no torn or temporary file: the failed ones are simply absent, and fetched next time
+    assert files_under(cache_of(hookcode_env)) == {"deploy/SKILL.md", "deploy/ref.md"}
+    server.route("/pack/deploy/missing.txt", reply(200, "now here"))
+    discover(runtime(hookcode_env))
+    assert (cache_of(hookcode_env) / "deploy" / "missing.txt").read_text() == "now here"
+
+
+def test_a_remote_skill_directory_is_readable_without_asking(hookcode_env, server):
+    base = publish(
+        server, "/pack", {"deploy": {"SKILL.md": skill_md("deploy"), "ref.md": "reference text\n"}}
+    )
+    with_urls(hookcode_env, base)
+    directory = cache_of(hookcode_env) / "deploy"
+    rt = runtime(hookcode_env)  # headless: an ask would be rejected
+
+    read = invoke_tool(rt, "read", {"filePath": str(directory / "ref.md")})
+
+    assert read.error is None, read.error_text
+    assert "reference text" in read.result.output
+    rules = [r for r in rt.ruleset("build").rules if r.source == "plugin:tool_skill"]
+    assert any(r.pattern == f"{directory.as_posix()}/*" for r in rules)
+    elsewhere = hookcode_env.data_dir / "cache" / "other.txt"
+    elsewhere.write_text("no\n")
+    assert invoke_tool(rt, "read", {"filePath": str(elsewhere)}).error is not None

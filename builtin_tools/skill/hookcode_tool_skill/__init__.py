@@ -9,7 +9,13 @@ warning):
 2. the user config directory (``~/.config/hookcode``) and every ``.hookcode/`` from the git root
    down to the working directory: ``{skill,skills}/**/SKILL.md``;
 3. ``[skills] paths = [...]`` (``~`` expanded, relative to the working directory):
-   ``**/SKILL.md``; a missing directory is a warning.
+   ``**/SKILL.md``; a missing directory is a warning;
+4. ``[skills] urls = [...]`` (http or https): ``<url>/index.json`` lists skills as
+   ``{"skills": [{"name", "description", "files": [...]}]}``; each file is fetched from
+   ``<url>/<name>/<file>`` into ``<data dir>/cache/skills/<name>/<file>`` unless already there,
+   then that directory is scanned for ``**/SKILL.md``. A bad URL, an unreachable server, an
+   error status, a body over 5 MB, an index that is not JSON or not of that shape, or a name or
+   file path that would leave the cache directory is a warning, never an error.
 
 A SKILL.md has ``---`` frontmatter with string ``name`` and ``description`` (else the skill is
 skipped silently). A frontmatter error is retried once with unquoted values containing ``:``
@@ -77,13 +83,20 @@ def config_schema() -> dict[str, Any]:
     from pydantic import BaseModel, ConfigDict, Field
 
     class SkillsConfig(BaseModel):
-        """``[skills]``: where else to look for SKILL.md files."""
+        """``[skills]``: where else to look for SKILL.md files (directories, remote indexes)."""
 
         model_config = ConfigDict(extra="forbid")
         paths: list[str] = Field(
             default_factory=list,
             description="Directories searched for **/SKILL.md (~ expanded, relative to the "
             "working directory).",
+        )
+        urls: list[str] = Field(
+            default_factory=list,
+            description="Remote skill indexes (http or https): ``<url>/index.json`` lists "
+            '``{"skills": [{"name", "description", "files": [...]}]}``; each file is fetched '
+            "from ``<url>/<name>/<file>`` into ``<data dir>/cache/skills/<name>/`` unless "
+            "already there, then searched for ``**/SKILL.md``. Failures are warnings.",
         )
 
     return {"skills": SkillsConfig}

@@ -1,7 +1,15 @@
 """Skill discovery: the SKILL.md files a runtime sees, parsed (see the package's docstring).
 
 Imported when the skills are first needed (the tool runs, a system prompt or the permission
-defaults are built), so that loading the plugin at start-up defines no dataclass.
+defaults are built), so that loading the plugin at start-up defines no dataclass. Discovery
+runs once per runtime, in this order:
+
+1. ``~/.claude/skills``, ``~/.agents/skills``, then ``.claude/skills`` and ``.agents/skills``
+   from the working directory up to the worktree (unless ``HOOKCODE_DISABLE_EXTERNAL_SKILLS``);
+2. ``{skill,skills}/**/SKILL.md`` in the user config directory and every ``.hookcode/``;
+3. ``[skills] paths``;
+4. ``[skills] urls``: each index's skills fetched into ``<data dir>/cache/skills/<name>/``
+   (``_remote``, which imports httpx, is imported only then), then scanned like a path.
 """
 
 from __future__ import annotations
@@ -100,6 +108,14 @@ def _discover(runtime: Any) -> Discovery:
             warnings.append(f"skills: configured path {raw} ({path}) is not a directory")
             continue
         files += _scan(path, ("**/SKILL.md",))
+    urls = getattr(section, "urls", None) or []
+    if urls:
+        from hookcode_tool_skill._remote import pull
+
+        cache = Path(runtime.data_dir) / "cache" / "skills"
+        for url in urls:
+            for directory in pull(url, cache, warnings):
+                files += _scan(directory, ("**/SKILL.md",))
 
     skills: dict[str, Skill] = {}
     seen: set[Path] = set()

@@ -91,12 +91,14 @@ async def files(
     while rg is being stopped; what it raises, ``files`` raises once rg is gone. ``rg`` is
     stopped as soon as ``limit + 1`` paths were read (where every path rg prints is kept, rg
     writes them a line at a time, so that happens as soon as it found them). Raises
-    :class:`ToolError` (``No such file or directory``) when ``cwd`` is not a directory,
-    ``ripgrep failed: ...`` when rg fails without listing anything (an invalid glob),
-    :class:`ToolAborted` on abort.
+    :class:`ToolError` (``No such file or directory``, or ``Not a directory`` for a file)
+    when ``cwd`` is not a directory, ``ripgrep failed: ...`` when rg fails without listing
+    anything (an invalid glob), :class:`ToolAborted` on abort.
     """
     directory = Path(cwd)
     if not directory.is_dir():
+        if directory.exists():
+            raise ToolError(f"Not a directory: '{directory}'")
         raise ToolError(f"No such file or directory: '{directory}'")
     # --sort=path makes rg walk on one thread: only when the caller needs a stable selection
     args = [find_rg(), "--no-config", "--files", "--null", *(["--sort=path"] if sort else [])]

@@ -162,6 +162,18 @@ def test_no_files_found(hookcode_env, rg):
     assert outcome.result.metadata == {"count": 0, "truncated": False}
 
 
+@pytest.mark.parametrize("pattern", ["", "  "])
+def test_empty_pattern_is_refused_before_asking(hookcode_env, pattern):
+    touch(hookcode_env.project / "a.txt")
+    reply = hookcode_env.register(ReplyWith("once"), "reply")
+    rt = hookcode_env.runtime()
+
+    outcome = invoke_tool(rt, "glob", {"pattern": pattern})
+
+    assert outcome.error_text == "pattern is required"
+    assert reply.requests == []
+
+
 def test_limit_of_100_and_truncation_message(hookcode_env, rg):
     project = hookcode_env.project
     for i in range(105):
@@ -199,6 +211,15 @@ def test_missing_directory(hookcode_env, rg):
 
     assert outcome.error is not None
     assert outcome.error_text == f"No such file or directory: '{hookcode_env.project / 'nowhere'}'"
+
+
+def test_a_file_given_as_the_directory(hookcode_env, rg):
+    (hookcode_env.project / "a.txt").write_text("x\n")
+    rt = hookcode_env.runtime()
+
+    outcome = invoke_tool(rt, "glob", {"pattern": "*", "path": "a.txt"})
+
+    assert outcome.error_text == f"Not a directory: '{hookcode_env.project / 'a.txt'}'"
 
 
 def test_invalid_glob_reports_ripgrep_error(hookcode_env, rg):

@@ -219,6 +219,15 @@ def test_missing_directory(hookcode_env, rg):
     assert outcome.error_text == f"No such file or directory: '{hookcode_env.project / 'missing'}'"
 
 
+def test_a_file_given_as_the_directory(hookcode_env, rg):
+    (hookcode_env.project / "a.txt").write_text("x\n")
+    rt = hookcode_env.runtime()
+
+    outcome = invoke_tool(rt, "list", {"path": "a.txt"})
+
+    assert outcome.error_text == f"Not a directory: '{hookcode_env.project / 'a.txt'}'"
+
+
 def test_outside_project_is_refused_headless(hookcode_env, rg):
     outside = hookcode_env.root / "outside"
     touch(outside / "x.txt")

@@ -12,7 +12,7 @@ import os
 from pathlib import Path
 from typing import Annotated, Any
 
-from hookcode import ToolContext, ToolResult, hookimpl
+from hookcode import ToolContext, ToolError, ToolResult, hookimpl
 from hookcode import tool as define_tool
 
 LIMIT = 100
@@ -42,6 +42,8 @@ async def glob(
 ) -> ToolResult:
     from hookcode.ripgrep import files, glob_filter, name_glob
 
+    if not pattern.strip():
+        raise ToolError("pattern is required")
     await ctx.ask("glob", [pattern], ["*"], metadata={"pattern": pattern, "path": path})
     search = ctx.resolve(path) if path else ctx.cwd
     await ctx.ask_external_directory(search, "directory")

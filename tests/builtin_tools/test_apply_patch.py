@@ -208,7 +208,9 @@ SCENARIOS = [
         "013_rejects_invalid_hunk_header",
         {"foo.txt": b"stable\n"},
         patch("*** Begin Patch", "*** Frobnicate File: foo", "*** End Patch"),
-        error="apply_patch verification failed: no hunks found",
+        error="apply_patch verification failed: '*** Frobnicate File: foo' is not a valid hunk "
+        "header. Valid hunk headers: '*** Add File: {path}', '*** Delete File: {path}', "
+        "'*** Update File: {path}'",
     ),
     Scenario(
         "014_update_file_appends_trailing_newline",
@@ -395,6 +397,31 @@ def test_codex_scenario(hookcode_env, scenario: Scenario):
 # ---------------------------------------------------------------------------------------------
 # extra cases (offline-testing.md §3)
 # ---------------------------------------------------------------------------------------------
+
+
+def test_an_unknown_header_beside_valid_sections_changes_nothing(hookcode_env):
+    project = hookcode_env.project
+    write_tree(project, {"keep.txt": b"old\n"})
+    before = snapshot(project)
+    text = patch(
+        "*** Begin Patch",
+        "*** Add File: new.txt",
+        "+x",
+        "*** Rename File: keep.txt",
+        "*** Update File: keep.txt",
+        "@@",
+        "-old",
+        "+new",
+        "*** End Patch",
+    )
+
+    outcome = run_patch(hookcode_env, text)
+
+    assert outcome.error_text.startswith(
+        "apply_patch verification failed: '*** Rename File: keep.txt' is not a valid hunk header."
+    )
+    assert snapshot(project) == before
+
 
 BODY = patch("*** Begin Patch", "*** Update File: f.txt", "@@", "-a", "+b", "*** End Patch")
 

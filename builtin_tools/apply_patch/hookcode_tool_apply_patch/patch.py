@@ -28,6 +28,9 @@ Choices where the contract leaves room:
 - A line inside a chunk that is indented and starts with ``***`` ends the chunk only when it is
   a header or marker (``*** Update File: ...``, ``*** End of File``, ...): `` ***`` is a valid
   context line for a file holding ``***``.
+- A ``***`` line that is no header or marker (``*** Frobnicate File: x``) fails the whole patch,
+  naming the line (Codex's message), where the reference skips it: the issue asks for a clear
+  message for unknown headers, and skipping would apply the rest of a patch the model got wrong.
 """
 
 from __future__ import annotations
@@ -171,6 +174,12 @@ def parse(text: str) -> list[Hunk]:
         header = _header(inner[i])
         i += 1
         if header is None:
+            stripped = inner[i - 1].strip()
+            if stripped.startswith("***") and not _is_marker(stripped):
+                raise PatchError(
+                    f"'{stripped}' is not a valid hunk header. Valid hunk headers: "
+                    "'*** Add File: {path}', '*** Delete File: {path}', '*** Update File: {path}'"
+                )
             continue  # outside a section: skipped
         kind, path = header
         if kind == "add":

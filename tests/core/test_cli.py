@@ -184,6 +184,18 @@ def test_headless_ask_is_refused_and_yes_approves(cli: Cli) -> None:
     assert (cli.project / "m").exists()
 
 
+def test_a_headless_refusal_says_what_was_asked_and_how_to_approve(cli: Cli) -> None:
+    cli.config('[permission]\ntouch_marker = "ask"\n')
+    proc = cli("tools", "call", "touch_marker", '{"path": "m"}')
+    assert proc.returncode == 1
+    assert proc.stderr.splitlines()[-2:] == [
+        f"hookcode: touch_marker: {REJECTED}",
+        "hookcode: nobody to approve touch_marker *: run in a terminal, or pass --yes or a "
+        "rule in hookcode.toml",
+    ]
+    assert not (cli.project / "m").exists()
+
+
 def test_a_tool_that_asks_itself(cli: Cli) -> None:
     cli.config('[permission]\nguarded = { "*" = "ask", "secret*" = "deny" }\n')
     # ask, headless: refused

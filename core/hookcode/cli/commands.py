@@ -153,6 +153,17 @@ def register(app: typer.Typer, state: CliState) -> None:
             typer.echo(output, nl=not output.endswith("\n"))
         else:
             typer.echo(f"hookcode: {name}: {outcome.error_text}", err=True)
+            refused = [r for r in rt.refusals if r.session_id == session.id]
+            if refused and not yes:
+                from hookcode.cli.frontend import has_terminal
+
+                if not has_terminal(rt):
+                    asked = "; ".join(f"{r.permission} {' '.join(r.patterns)}" for r in refused)
+                    typer.echo(
+                        f"hookcode: nobody to approve {asked}: run in a terminal, or pass "
+                        "--yes or a rule in hookcode.toml",
+                        err=True,
+                    )
         raise typer.Exit(0 if outcome.ok else 1)
 
     # ------------------------------------------------------------------------------ plugins

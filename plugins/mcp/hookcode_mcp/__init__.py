@@ -12,6 +12,7 @@ Config (``[mcp.NAME]``, reference agent-loop.md §11)::
     type = "remote"
     url = "http://127.0.0.1:8766/mcp"
     headers = { Authorization = "Bearer abc" }
+    oauth = false              # or [mcp.docs.oauth] clientId / clientSecret / scope
 
 * Tools are named ``<server>_<tool>`` (characters outside ``[a-zA-Z0-9_-]`` become ``_``),
   with the server's JSON schema (forced to an object without extra properties). They go
@@ -21,6 +22,10 @@ Config (``[mcp.NAME]``, reference agent-loop.md §11)::
 * An MCP tool never replaces another tool: a clash is skipped and reported.
 * Servers start on first need (when the tool registry is built), in parallel, each within its
   ``timeout``; one that fails is reported (``hookcode mcp list``) and the others work.
+* Remote servers get an OAuth provider unless ``oauth = false``: ``hookcode mcp auth NAME``
+  logs in (in the browser), the tokens go to ``<data dir>/mcp-auth.json`` and are refreshed
+  when they expire; without a login a server is ``needs_auth`` (or
+  ``needs_client_registration``) at once, never waiting for one (``_oauth``, ``_login``).
 * Results: text parts joined by a blank line, images and binary resources as attachments,
   ``isError`` as an error result; ``notifications/tools/list_changed`` refreshes the list.
 
@@ -62,8 +67,8 @@ def manager(runtime: Runtime) -> Manager:
 
 
 def status(runtime: Runtime) -> list[dict[str, Any]]:
-    """Each configured server: name, type, status (connected, disabled, failed,
-    needs_auth), error, and its tools (starting the servers if needed)."""
+    """Each configured server: name, type, status (connected, disabled, failed, needs_auth,
+    needs_client_registration), error, and its tools (starting the servers if needed)."""
     if not _configured(runtime.config):
         return []
     return manager(runtime).status()

@@ -33,7 +33,7 @@ if TYPE_CHECKING:
     from hookcode_mcp._config import McpServerConfig
     from hookcode_mcp._tool import McpTool
 
-__all__ = ["Manager", "Server", "close_all", "manager_for"]
+__all__ = ["Manager", "Server", "close_all", "manager_for", "quiet_sdk_logger"]
 
 T = TypeVar("T")
 #: pages of tools/list followed before giving up (a paginator that never ends)
@@ -88,7 +88,8 @@ class Server:
     name: str
     config: McpServerConfig
     manager: Manager
-    status: str = "pending"  # pending, connected, disabled, failed, needs_auth
+    #: pending, connected, disabled, failed, needs_auth, needs_client_registration
+    status: str = "pending"
     error: str | None = None
     transport: str | None = None
     server_info: dict[str, Any] | None = None
@@ -194,13 +195,17 @@ class Server:
                 f"timed out after {self.config.timeout} ms (connecting and listing tools; "
                 f"raise [mcp.{self.name}] timeout if the server is slow to start)"
             )
-        code = _http_status(exc)
-        if code == 401:
+        required = _authorization_required(exc)
+        if required is not None:
+            status, message = required.status, required.message
+        elif _http_status(exc) == 401:
             status = "needs_auth"
             message = (
                 "the server requires authorization (HTTP 401); set headers = "
-                '{ Authorization = "Bearer ..." } (an OAuth login is not supported yet)'
+                '{ Authorization = "Bearer ..." }'
             )
+            if self.config.oauth is False:
+                message += " (OAuth is off: oauth = false)"
         tail = self._stderr_tail()
         if tail:
             message += f"; stderr: {tail}"
@@ -282,7 +287,13 @@ class Server:
 
         url = str(self.config.url)
         headers = dict(self.config.headers)
-        http = await stack.enter_async_context(create_mcp_http_client(headers=headers))
+        auth = None
+        if self.config.oauth is not False:
+            from hookcode_mcp._auth import AuthStore
+            from hookcode_mcp._oauth import connecting_provider
+
+            auth = connecting_provider(self.name, self.config, AuthStore(self.manager.data_dir))
+        http = await stack.enter_async_context(create_mcp_http_client(headers=headers, auth=auth))
         import anyio
 
         with anyio.fail_after(self.timeout):
@@ -295,9 +306,11 @@ class Server:
         self.transport = "sse"
         try:
             return await stack.enter_async_context(
-                sse_client(url, headers=headers, timeout=self.timeout)
+                sse_client(url, headers=headers, timeout=self.timeout, auth=auth)
             )
         except Exception as exc:
+            if _authorization_required(exc) is not None or _http_status(exc) == 401:
+                raise  # an SSE server that wants a login: reported as such by _fail
             raise RuntimeError(
                 f"neither streamable HTTP (HTTP {probe}) nor SSE ({_describe(exc)}) "
                 f"answered at {url}"
@@ -434,19 +447,13 @@ class Manager:
     """The servers of one runtime: started together on first need, in parallel."""
 
     def __init__(self, runtime: Runtime) -> None:
-        import logging
-
         from hookcode_mcp._config import McpServerConfig
 
-        # the SDK logs what it reports through us (a line that is not JSON-RPC, with its
-        # traceback); without a handler Python would print that on stderr
-        sdk_logger = logging.getLogger("mcp")
-        if not sdk_logger.handlers:
-            sdk_logger.addHandler(logging.NullHandler())
-
+        quiet_sdk_logger()
         self._runtime = weakref.ref(runtime)
         self.cwd = runtime.cwd
         self.env = dict(runtime.env)
+        self.data_dir = runtime.data_dir
         self.log_dir = runtime.data_dir / "log"
         self._warn: Callable[[str], None] = runtime.plugins.warn
         self.servers: dict[str, Server] = {}
@@ -495,8 +502,10 @@ class Manager:
                     server.status = "failed"
                     server.error = f"timed out after {server.config.timeout} ms"
             for server in enabled:
-                if server.status in ("failed", "needs_auth"):
+                if server.status == "failed":
                     self.warn(f"MCP server {server.name!r} failed: {server.error}")
+                elif server.status in ("needs_auth", "needs_client_registration"):
+                    self.warn(f"MCP server {server.name!r} is not authorized: {server.error}")
 
     def _spawn(self, server: Server) -> None:
         server._task = asyncio.get_running_loop().create_task(server.run())
@@ -582,6 +591,16 @@ class Manager:
 # ---------------------------------------------------------------------------------------------
 
 
+def quiet_sdk_logger() -> None:
+    """The SDK logs what it reports through us (a line that is not JSON-RPC, an OAuth flow
+    error, with their tracebacks); without a handler Python would print that on stderr."""
+    import logging
+
+    sdk_logger = logging.getLogger("mcp")
+    if not sdk_logger.handlers:
+        sdk_logger.addHandler(logging.NullHandler())
+
+
 class _HttpStatus(Exception):
     def __init__(self, code: int) -> None:
         super().__init__(f"HTTP {code}")
@@ -605,6 +624,19 @@ async def _probe_streamable(http: Any, url: str, timeout: float) -> int | None:
     return None
 
 
+def _authorization_required(exc: BaseException) -> Any:
+    """The :class:`~hookcode_mcp._oauth.AuthorizationRequired` among ``exc``'s leaves."""
+    import sys
+
+    oauth = sys.modules.get("hookcode_mcp._oauth")  # imported when a provider was made
+    if oauth is None:
+        return None
+    for error in _leaves(exc):
+        if isinstance(error, oauth.AuthorizationRequired):
+            return error
+    return None
+
+
 def _http_status(exc: BaseException) -> int | None:
     for error in _leaves(exc):
         code = getattr(error, "status_code", None)
@@ -625,6 +657,10 @@ def _leaves(exc: BaseException) -> list[BaseException]:
     return [exc]
 
 
+#: exceptions whose message is shown without their class's name
+_PLAIN = ("RuntimeError", "Exception", "MCPError", "HookcodeError")
+
+
 def _describe(exc: BaseException) -> str:
     """One line naming what went wrong (exception groups unwrapped)."""
     leaves = [e for e in _leaves(exc) if not isinstance(e, asyncio.CancelledError)] or [exc]
@@ -636,7 +672,7 @@ def _describe(exc: BaseException) -> str:
         name = type(error).__name__
         if not text:
             text = name
-        elif name not in ("RuntimeError", "Exception", "MCPError") and not text.startswith(name):
+        elif name not in _PLAIN and not text.startswith(name):
             text = f"{name}: {text}"
         if text not in parts:
             parts.append(text)

@@ -10,15 +10,30 @@ DEFAULT_TIMEOUT_MS = 30_000
 
 
 class OAuthConfig(BaseModel):
-    """``[mcp.NAME.oauth]``: a pre-registered OAuth client for a remote server."""
+    """``[mcp.NAME.oauth]``: a pre-registered OAuth client for a remote server, used instead
+    of dynamic client registration; its redirect URI is
+    ``http://127.0.0.1:19876/mcp/oauth/callback`` (the port of ``hookcode mcp auth --port``)."""
 
     model_config = ConfigDict(extra="forbid", defer_build=True, populate_by_name=True)
 
-    client_id: str | None = Field(default=None, alias="clientId", description="OAuth client id.")
-    client_secret: str | None = Field(
-        default=None, alias="clientSecret", description="OAuth client secret."
+    client_id: str | None = Field(
+        default=None,
+        alias="clientId",
+        description="OAuth client id registered with the server's authorization server "
+        "(instead of dynamic registration; redirect URI "
+        "http://127.0.0.1:19876/mcp/oauth/callback).",
+        examples=["hookcode"],
     )
-    scope: str | None = Field(default=None, description="Scopes to request.")
+    client_secret: str | None = Field(
+        default=None,
+        alias="clientSecret",
+        description="Its secret, if it has one (sent in the token requests' body).",
+    )
+    scope: str | None = Field(
+        default=None,
+        description="Scopes to request, space-separated; default: those the server names.",
+        examples=["read write"],
+    )
 
 
 class McpServerConfig(BaseModel):
@@ -63,7 +78,8 @@ class McpServerConfig(BaseModel):
     )
     oauth: Literal[False] | OAuthConfig | None = Field(
         default=None,
-        description="remote: false turns OAuth off; a table names a pre-registered client.",
+        description="remote: OAuth is on unless false (`hookcode mcp auth NAME` logs in); a "
+        "table names a pre-registered client.",
         examples=[False],
     )
     max_lines: int | None = Field(

@@ -1,7 +1,8 @@
 """A streamable-HTTP MCP server for the MCP client's tests (mcp 2.x ``MCPServer``).
 
 Binds 127.0.0.1 on a free port, prints ``PORT <n>`` on stdout, serves ``/mcp`` until killed
-(``--sse``: the older HTTP+SSE transport on ``/sse``).
+(``--sse``: the older HTTP+SSE transport on ``/sse``; ``--bearer TOKEN``: ``/mcp`` answers 401
+unless ``Authorization: Bearer TOKEN`` is sent, and no OAuth metadata is published).
 Tools: ``add`` (a number, structured), ``fail`` (raises: an ``isError`` result), ``picture``
 (text and a PNG image), ``report`` (an embedded text resource and a PDF blob), ``patch`` (a
 name that clashes with apply_patch when the server is called ``apply``), ``enable_extra``
@@ -14,6 +15,7 @@ import asyncio
 import base64
 import socket
 import sys
+from typing import Any
 
 import uvicorn
 from mcp.server.mcpserver import Context, MCPServer
@@ -111,6 +113,32 @@ async def enable_extra(ctx: Context) -> str:
     return "extra enabled"
 
 
+def _require_bearer(app: Any, token: str) -> Any:
+    """``app`` behind a static bearer token (the MCP endpoint only: other paths are 404)."""
+    expected = f"Bearer {token}".encode()
+
+    async def guarded(scope: Any, receive: Any, send: Any) -> None:
+        protected = scope["type"] == "http" and scope["path"].startswith("/mcp")
+        if protected and dict(scope["headers"]).get(b"authorization") != expected:
+            body = b'{"error": "invalid_token"}'
+            await send(
+                {
+                    "type": "http.response.start",
+                    "status": 401,
+                    "headers": [
+                        (b"content-type", b"application/json"),
+                        (b"content-length", str(len(body)).encode()),
+                        (b"www-authenticate", b"Bearer"),
+                    ],
+                }
+            )
+            await send({"type": "http.response.body", "body": body})
+            return
+        await app(scope, receive, send)
+
+    return guarded
+
+
 def main() -> None:
     sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
     sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
@@ -121,6 +149,8 @@ def main() -> None:
         app = server.sse_app(host="127.0.0.1")
     else:
         app = server.streamable_http_app(host="127.0.0.1")
+    if "--bearer" in sys.argv:
+        app = _require_bearer(app, sys.argv[sys.argv.index("--bearer") + 1])
     config = uvicorn.Config(app, log_level="warning")
     print(f"PORT {port}", flush=True)
     asyncio.run(uvicorn.Server(config).serve(sockets=[sock]))

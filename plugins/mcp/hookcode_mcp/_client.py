@@ -403,6 +403,12 @@ class Server:
             self.status = "closed"
 
     # -- from any thread ----------------------------------------------------------------------
+    def before_call(self) -> None:
+        """Bring the registry up to date with re-listed tools, when called from the runtime's
+        own thread (the only one that may touch its registry)."""
+        if self.manager.thread == threading.get_ident():
+            self.manager.apply_pending()
+
     async def call(self, name: str, args: dict[str, Any]) -> Any:
         """Call a tool from the caller's event loop (the session lives on the MCP loop)."""
         future = _LOOP.submit(self._call(name, args))

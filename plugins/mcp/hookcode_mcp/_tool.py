@@ -13,8 +13,7 @@ import base64
 import copy
 import json
 import re
-import threading
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 from hookcode.errors import InvalidArguments, ToolError
 from hookcode.tools import Attachment, Tool, ToolResult
@@ -23,9 +22,9 @@ if TYPE_CHECKING:
     from hookcode.tools import ToolContext
     from pydantic import BaseModel
 
-    from hookcode_mcp._client import Server
+    from hookcode_mcp._config import McpServerConfig
 
-__all__ = ["McpTool", "flatten", "sanitize", "tool_schema"]
+__all__ = ["McpTool", "ToolServer", "flatten", "sanitize", "tool_schema"]
 
 _UNSAFE = re.compile(r"[^a-zA-Z0-9_-]")
 #: binary resources a provider accepts as attachments (later reference releases)
@@ -48,13 +47,26 @@ def tool_schema(input_schema: Any) -> dict[str, Any]:
     return schema
 
 
+class ToolServer(Protocol):
+    """What a tool needs of its server (``hookcode_mcp._client.Server`` is one)."""
+
+    name: str
+    config: McpServerConfig
+
+    def before_call(self) -> None:
+        """Called on the runtime's thread before each call, ahead of the permission ask."""
+
+    async def call(self, name: str, args: dict[str, Any]) -> Any:
+        """``tools/call``; raises :class:`ToolError` naming the server when it fails."""
+
+
 class McpTool(Tool):
     """One tool of one MCP server, named ``<server>_<tool>``."""
 
     asks_permission = True
     never_replaces = True
 
-    def __init__(self, server: Server, remote: Any) -> None:
+    def __init__(self, server: ToolServer, remote: Any) -> None:
         super().__init__()
         self.server = server
         self.remote_name: str = remote.name
@@ -117,8 +129,7 @@ class McpTool(Tool):
     # -- running ------------------------------------------------------------------------------
     async def execute(self, validated: BaseModel, ctx: ToolContext) -> ToolResult:
         args = self.dump(validated)
-        if self.server.manager.thread == threading.get_ident():
-            self.server.manager.apply_pending()
+        self.server.before_call()
         await ctx.ask(
             self.name,
             ["*"],

@@ -8,6 +8,7 @@
 * :class:`PathLocks` serialises writers of one path (async tools and sync tools alike); several
   paths are locked in sorted order, so multi-file writers cannot deadlock.
 * :func:`diff` and :func:`diff_stats` describe a change for permission asks and metadata.
+* :func:`realpath_nearest` resolves symlinks of a path that may not exist yet.
 """
 
 from __future__ import annotations
@@ -30,9 +31,24 @@ __all__ = [
     "diff_stats",
     "newline_style",
     "read_text",
+    "realpath_nearest",
     "to_newline",
     "write_text",
 ]
+
+
+def realpath_nearest(path: Path) -> Path:
+    """The real path of ``path``, or of its nearest existing ancestor plus the rest."""
+    missing: list[str] = []
+    current = path
+    while not current.exists() and current != current.parent:
+        missing.append(current.name)
+        current = current.parent
+    resolved = Path(os.path.realpath(current))
+    for name in reversed(missing):
+        resolved = resolved / name
+    return resolved
+
 
 _BOMS: tuple[tuple[bytes, str], ...] = (
     (codecs.BOM_UTF32_LE, "utf-32-le"),

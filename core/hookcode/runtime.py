@@ -15,7 +15,7 @@ from hookcode.agents import AgentSpec
 from hookcode.configfiles import find_worktree
 from hookcode.errors import ConfigError, HookcodeError
 from hookcode.events import EventBus
-from hookcode.fileio import PathLocks
+from hookcode.fileio import PathLocks, realpath_nearest
 from hookcode.filetime import FileTimes
 from hookcode.ids import new_id
 from hookcode.permission import (
@@ -53,19 +53,6 @@ def data_dir_for(env: Mapping[str, str]) -> Path:
     import platformdirs
 
     return Path(platformdirs.user_data_dir("hookcode", appauthor=False))
-
-
-def realpath_nearest(path: Path) -> Path:
-    """The real path of ``path``, or of its nearest existing ancestor plus the rest."""
-    missing: list[str] = []
-    current = path
-    while not current.exists() and current != current.parent:
-        missing.append(current.name)
-        current = current.parent
-    resolved = Path(os.path.realpath(current))
-    for name in reversed(missing):
-        resolved = resolved / name
-    return resolved
 
 
 #: the innermost call of this task whose running state is not committed yet (an object with

@@ -274,7 +274,7 @@ class ToolContext:
         the project, else None. ``kind`` is ``"directory"`` or ``"file"`` (default: from
         stat); the directory asked about is the target itself for a directory, else its parent.
         Paths are compared after resolving symlinks."""
-        from hookcode.runtime import realpath_nearest
+        from hookcode.fileio import realpath_nearest
 
         target = realpath_nearest(self.resolve(path))
         if self.runtime.is_inside_project(target):

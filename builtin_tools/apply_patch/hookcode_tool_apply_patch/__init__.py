@@ -187,7 +187,7 @@ def _relative(ctx: ToolContext, path: Path) -> str:
 
 def _pattern(ctx: ToolContext, path: Path) -> str:
     """The ``edit`` pattern of a path: worktree-relative, symlinks resolved."""
-    from hookcode.runtime import realpath_nearest
+    from hookcode.fileio import realpath_nearest
 
     real = realpath_nearest(path)
     return os.path.relpath(real, ctx.worktree).replace(os.sep, "/")

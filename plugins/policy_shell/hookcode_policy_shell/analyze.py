@@ -41,8 +41,9 @@ import re
 from pathlib import Path
 from typing import Any
 
+from hookcode.configfiles import find_worktree
+from hookcode.fileio import realpath_nearest
 from hookcode.permission import ShellAnalysis
-from hookcode.runtime import find_worktree, realpath_nearest
 
 from hookcode_policy_shell import arity
 

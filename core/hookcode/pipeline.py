@@ -158,10 +158,11 @@ async def _body(
     runtime: Any, plugins: Any, call: ToolCall, ctx: ToolContext, running: _Running
 ) -> Outcome:
     part = running.part
-    entry: ToolEntry | None = None
     try:
         # 1. resolve
-        entry = runtime.registry.resolve(call.tool, call.agent, call.session_id, call.model)
+        entry: ToolEntry = runtime.registry.resolve(
+            call.tool, call.agent, call.session_id, call.model
+        )
         tool = entry.tool
         call.tool = ctx.tool = tool.name
         # 2. validate (defaults applied)

@@ -761,11 +761,11 @@ class SessionLoop:
     ) -> None:
         if not text and not signature and not redacted:
             return
-        kind = ReasoningPart if reasoning else TextPart
-        part = st.current if isinstance(st.current, kind) else None
+        kind: type[ReasoningPart] | type[TextPart] = ReasoningPart if reasoning else TextPart
+        part: ReasoningPart | TextPart | None = st.current if isinstance(st.current, kind) else None
         if isinstance(part, ReasoningPart) and (part.redacted or (part.signature and text)):
             part = None  # that block is complete (redacted, or sealed by its signature)
-        if redacted and part is not None and (part.text or part.signature):
+        if redacted and isinstance(part, ReasoningPart) and (part.text or part.signature):
             part = None  # a redacted block is a block of its own
         if part is None:
             self._flush(msg, st)

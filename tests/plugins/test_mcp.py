@@ -4,12 +4,14 @@ the mcp SDK on loopback, and broken servers (exits at start, hangs, speaks garba
 
 from __future__ import annotations
 
+import asyncio
 import json
 import os
 import select
 import subprocess
 import sys
 import time
+import urllib.parse
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -79,6 +81,9 @@ def _start_http(*args: str) -> Iterator[str]:
             proc.wait(10)
         except subprocess.TimeoutExpired:
             proc.kill()
+            proc.wait()
+        if proc.stdout is not None:
+            proc.stdout.close()
 
 
 @pytest.fixture(scope="module")
@@ -318,7 +323,9 @@ def test_broken_servers_fail_clearly_and_the_others_work(hookcode_env: Any, mcp_
     assert invoke_tool(runtime, "time_get_current_time", {"timezone": "UTC"}).ok
 
 
-def test_a_server_that_dies_after_connecting_is_reported_failed(hookcode_env: Any) -> None:
+def test_a_server_that_dies_after_connecting_is_reported_then_restarted(
+    hookcode_env: Any, capsys: pytest.CaptureFixture[str]
+) -> None:
     write_servers(
         hookcode_env,
         {"dying": {"command": [sys.executable, str(SERVERS / "dying_server.py")]}},
@@ -328,25 +335,241 @@ def test_a_server_that_dies_after_connecting_is_reported_failed(hookcode_env: An
     echoed = invoke_tool(runtime, "dying_echo", {"text": "hello"})
     assert echoed.ok and echoed.result.output == "hello", echoed.error_text
     [status] = hookcode_mcp.status(runtime)
-    assert status["status"] == "connected"
+    assert (status["status"], status["restarts"]) == ("connected", 0)
 
     died = invoke_tool(runtime, "dying_die", {})
     assert not died.ok
     assert "MCP server 'dying'" in died.error_text and "connection lost" in died.error_text
 
-    deadline = time.monotonic() + 10
-    while hookcode_mcp.status(runtime)[0]["status"] != "failed" and time.monotonic() < deadline:
-        time.sleep(0.05)
-    [status] = hookcode_mcp.status(runtime)
-    assert status["status"] == "failed", status
+    status = wait_for_status(runtime, "dying", "failed")
     assert status["error"].startswith("connection lost: the server exited"), status
     assert "dying server: out of luck" in status["error"]  # its last words on stderr
+    assert [t["name"] for t in status["tools"]] == ["dying_echo", "dying_die"]  # still listed
 
-    # later calls fail at once, naming the server and what happened to it
-    started = time.monotonic()
+    # the next call starts it again (the same command) and goes to the new session
     again = invoke_tool(runtime, "dying_echo", {"text": "still there?"})
-    assert not again.ok and time.monotonic() - started < 5
-    assert "MCP server 'dying' is not connected (failed: connection lost" in again.error_text
+    assert again.ok and again.result.output == "still there?", again.error_text
+    [status] = hookcode_mcp.status(runtime)
+    assert (status["status"], status["error"], status["restarts"]) == ("connected", None, 1)
+    err = capsys.readouterr().err
+    assert "MCP server 'dying' was restarted after: connection lost: the server exited" in err
+
+
+# ---------------------------------------------------------------------------------------------
+# restarting a server that lost its connection (mcp_servers/crashing_server.py)
+# ---------------------------------------------------------------------------------------------
+
+
+def crashing(starts: Path, *options: str) -> dict[str, Any]:
+    """A server that records each start's pid in ``starts``."""
+    return {"command": [sys.executable, str(SERVERS / "crashing_server.py"), str(starts), *options]}
+
+
+def pids(starts: Path) -> list[int]:
+    """The process id of each start of a crashing server, in order."""
+    return [int(word) for word in starts.read_text().split()] if starts.exists() else []
+
+
+def server_status(runtime: Any, name: str) -> dict[str, Any]:
+    [status] = [s for s in hookcode_mcp.status(runtime) if s["name"] == name]
+    return status
+
+
+def wait_for_status(runtime: Any, name: str, wanted: str) -> dict[str, Any]:
+    """Poll until server ``name`` has status ``wanted`` (generous: the machine may be busy)."""
+    deadline = time.monotonic() + 30
+    status = server_status(runtime, name)
+    while status["status"] != wanted and time.monotonic() < deadline:
+        time.sleep(0.05)
+        status = server_status(runtime, name)
+    assert status["status"] == wanted, status
+    return status
+
+
+def gone(pid: int) -> bool:
+    """Whether process ``pid`` has exited and was reaped (a zombie is not gone)."""
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return True
+    return False
+
+
+def wait_gone(pid: int) -> None:
+    deadline = time.monotonic() + 30
+    while not gone(pid) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert gone(pid), f"process {pid} of the lost server is still there (or a zombie)"
+
+
+def test_a_lost_server_restarts_on_next_use_in_a_new_process(
+    hookcode_env: Any, tmp_path: Path
+) -> None:
+    starts = tmp_path / "starts"
+    write_servers(hookcode_env, {"crash": crashing(starts)}, '[permission]\n"crash_*" = "allow"\n')
+    runtime = hookcode_env.runtime()
+    first = invoke_tool(runtime, "crash_pid", {})
+    assert first.ok, first.error_text
+    [pid] = pids(starts)
+    assert first.result.output == str(pid)
+    old_tool = runtime.registry.get("crash_echo").tool
+
+    died = invoke_tool(runtime, "crash_die", {})
+    assert not died.ok and "MCP server 'crash'" in died.error_text
+    assert "connection lost: the server exited" in died.error_text  # not repeated
+    assert died.error_text.endswith("; it will be restarted on next use"), died.error_text
+    status = wait_for_status(runtime, "crash", "failed")
+    assert f"crashing server {pid}: out of luck" in status["error"]
+    assert pids(starts) == [pid]  # nothing restarts it but a call
+
+    echoed = invoke_tool(runtime, "crash_echo", {"text": "back"})
+    assert echoed.ok and echoed.result.output == "back", echoed.error_text
+    first_pid, second_pid = pids(starts)
+    assert first_pid == pid and second_pid != pid
+    wait_gone(pid)
+    again = invoke_tool(runtime, "crash_pid", {})
+    assert again.ok and again.result.output == str(second_pid)
+    status = server_status(runtime, "crash")
+    assert (status["status"], status["error"], status["restarts"]) == ("connected", None, 1)
+
+    # the restart's tool list reached the registry the tools/list_changed way (the calls
+    # above took it in): the same names, the new server's tool objects
+    assert hookcode_mcp.apply_pending(runtime) == []
+    entry = runtime.registry.get("crash_echo")
+    assert entry is not None and entry.plugin == "mcp" and entry.tool is not old_tool
+    assert entry.tool in hookcode_mcp.manager(runtime).servers["crash"].tools
+
+
+def test_a_server_that_crashes_on_every_start_is_given_up(
+    hookcode_env: Any, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from hookcode_mcp._client import RESTART_LIMIT, RESTART_WINDOW
+
+    starts = tmp_path / "starts"
+    write_servers(
+        hookcode_env,
+        {"crash": crashing(starts, "--die-after-list")},
+        '[permission]\n"crash_*" = "allow"\n',
+    )
+    runtime = hookcode_env.runtime()
+    assert runtime.registry.get("crash_echo") is not None  # connected, listed, then gone
+    wait_for_status(runtime, "crash", "failed")
+    for restart in range(1, RESTART_LIMIT + 1):
+        outcome = invoke_tool(runtime, "crash_echo", {"text": "hello?"})
+        assert not outcome.ok
+        assert "MCP server 'crash'" in outcome.error_text, outcome.error_text
+        assert "connection lost: the server exited" in outcome.error_text
+        if restart == RESTART_LIMIT:  # the limit is reached: no promise of another
+            assert "restarted on next use" not in outcome.error_text
+        assert len(pids(starts)) == 1 + restart
+        status = wait_for_status(runtime, "crash", "failed")
+        assert status["restarts"] == restart
+
+    gave_up = invoke_tool(runtime, "crash_echo", {"text": "hello?"})
+    assert not gave_up.ok
+    assert gave_up.error_text.startswith(
+        "MCP server 'crash' is not connected (failed: connection lost: the server exited"
+    ), gave_up.error_text
+    assert "crashed right after connecting" in gave_up.error_text  # its last words
+    window = f"{RESTART_WINDOW:g}"
+    limit_text = f"restarted {RESTART_LIMIT} times within {window} s, gave up"
+    assert limit_text in gave_up.error_text
+    # given up: later calls fail at once and start nothing
+    started = time.monotonic()
+    later = invoke_tool(runtime, "crash_echo", {"text": "hello?"})
+    assert not later.ok and limit_text in later.error_text
+    assert time.monotonic() - started < 10
+    assert len(pids(starts)) == 1 + RESTART_LIMIT
+    for pid in pids(starts):
+        wait_gone(pid)
+    status = server_status(runtime, "crash")
+    assert (status["status"], status["restarts"]) == ("failed", RESTART_LIMIT)
+    assert limit_text in status["error"]
+    assert [t["name"] for t in status["tools"]] == ["crash_echo", "crash_pid", "crash_die"]
+    err = capsys.readouterr().err
+    assert err.count("MCP server 'crash' was restarted after: connection lost") == RESTART_LIMIT
+    assert err.count("MCP server 'crash' is not restarted again: connection lost") == 1
+
+
+def test_a_failed_restart_fails_the_call_naming_both_causes(
+    hookcode_env: Any, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    starts = tmp_path / "starts"
+    write_servers(
+        hookcode_env,
+        {"crash": crashing(starts, "--fail-restarts")},
+        '[permission]\n"crash_*" = "allow"\n',
+    )
+    runtime = hookcode_env.runtime()
+    assert invoke_tool(runtime, "crash_echo", {"text": "hi"}).ok
+    [pid] = pids(starts)
+    assert not invoke_tool(runtime, "crash_die", {}).ok
+    wait_for_status(runtime, "crash", "failed")
+
+    outcome = invoke_tool(runtime, "crash_echo", {"text": "hi"})
+    assert not outcome.ok
+    text = outcome.error_text
+    assert text.startswith("MCP server 'crash' is not connected (failed: connection lost:"), text
+    assert f"crashing server {pid}: out of luck" in text  # why it was lost
+    [_, second] = pids(starts)
+    assert (
+        "restarting it failed: the server exited (or closed its output) before answering "
+        f"initialize; stderr: crashing server {second}: cannot start again"
+    ) in text  # why it did not come back
+    status = server_status(runtime, "crash")
+    assert (status["status"], status["restarts"]) == ("failed", 1)
+    assert "MCP server 'crash' could not be restarted: connection lost" in capsys.readouterr().err
+    wait_gone(second)
+
+
+def test_concurrent_calls_to_a_lost_server_share_one_restart(
+    hookcode_env: Any, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from hookcode.testing import ainvoke_tool
+
+    starts = tmp_path / "starts"
+    write_servers(
+        hookcode_env,
+        # each restart takes a second: the calls below all come in while it runs
+        {"crash": crashing(starts, "--restart-delay", "1")},
+        '[permission]\n"crash_*" = "allow"\n',
+    )
+    runtime = hookcode_env.runtime()
+    assert invoke_tool(runtime, "crash_pid", {}).ok
+    assert not invoke_tool(runtime, "crash_die", {}).ok
+    wait_for_status(runtime, "crash", "failed")
+
+    async def together() -> list[Any]:
+        calls = [ainvoke_tool(runtime, "crash_echo", {"text": f"call {n}"}) for n in range(3)]
+        return await asyncio.gather(*calls)
+
+    outcomes = asyncio.run(together())
+    assert [o.result.output if o.ok else o.error_text for o in outcomes] == [
+        "call 0",
+        "call 1",
+        "call 2",
+    ]
+    assert len(pids(starts)) == 2
+    status = server_status(runtime, "crash")
+    assert (status["status"], status["restarts"]) == ("connected", 1)
+    assert capsys.readouterr().err.count("MCP server 'crash' was restarted") == 1
+
+
+def test_closing_after_a_restart_stops_the_new_process(hookcode_env: Any, tmp_path: Path) -> None:
+    starts = tmp_path / "starts"
+    write_servers(hookcode_env, {"crash": crashing(starts)}, '[permission]\n"crash_*" = "allow"\n')
+    runtime = hookcode_env.runtime()
+    assert not invoke_tool(runtime, "crash_die", {}).ok
+    wait_for_status(runtime, "crash", "failed")
+    assert invoke_tool(runtime, "crash_echo", {"text": "x"}).ok
+    hookcode_mcp.close(runtime)
+    for pid in pids(starts):
+        wait_gone(pid)
+    assert server_status(runtime, "crash")["status"] == "closed"
+    # closed: a call neither restarts it nor hangs
+    outcome = invoke_tool(runtime, "crash_echo", {"text": "x"})
+    assert not outcome.ok and "MCP server 'crash' is not connected (closed" in outcome.error_text
+    assert len(pids(starts)) == 2
 
 
 # ---------------------------------------------------------------------------------------------
@@ -449,6 +672,39 @@ def test_sse_fallback(hookcode_env: Any) -> None:
         close_all()
 
 
+@pytest.mark.parametrize("transport", ["streamable-http", "sse"])
+def test_a_remote_server_that_went_away_is_reconnected(hookcode_env: Any, transport: str) -> None:
+    args = ("--sse",) if transport == "sse" else ()
+    first = _start_http(*args)
+    url = next(first)
+    write_servers(
+        hookcode_env, {"web": {"type": "remote", "url": url}}, '[permission]\n"web_*" = "allow"\n'
+    )
+    runtime = hookcode_env.runtime()
+    assert invoke_tool(runtime, "web_add", {"a": 1, "b": 2}).result.output == "3"
+    first.close()  # the server process ends
+    if transport == "streamable-http":
+        # nothing streams from it between calls: the next call is the one that finds out
+        lost = invoke_tool(runtime, "web_add", {"a": 1, "b": 2})
+        assert not lost.ok and "MCP server 'web': add: connection lost" in lost.error_text
+    status = wait_for_status(runtime, "web", "failed")
+    assert status["error"].startswith("connection lost"), status
+
+    second = _start_http(*args, "--port", str(urllib.parse.urlsplit(url).port))
+    assert next(second) == url
+    try:
+        outcome = invoke_tool(runtime, "web_add", {"a": 2, "b": 3})
+        assert outcome.ok and outcome.result.output == "5", outcome.error_text
+        status = server_status(runtime, "web")
+        assert (status["status"], status["transport"], status["restarts"]) == (
+            "connected",
+            transport,
+            1,
+        )
+    finally:
+        second.close()
+
+
 # ---------------------------------------------------------------------------------------------
 # the command line
 # ---------------------------------------------------------------------------------------------
@@ -485,6 +741,7 @@ def test_cli_mcp_list_and_tools_call(hookcode_env: Any, mcp_venv: Path) -> None:
         "time_convert_time",
     ]
     assert servers["dead"]["status"] == "failed" and servers["dead"]["error"]
+    assert (servers["time"]["restarts"], servers["dead"]["restarts"]) == (0, 0)
     assert servers["off"]["status"] == "disabled"
     assert "MCP server 'dead' failed" in listed.stderr
 

@@ -68,6 +68,8 @@ def _serve(script: str, *args: str) -> Iterator[str]:
         except subprocess.TimeoutExpired:
             proc.kill()
             proc.wait()
+        if proc.stdout is not None:
+            proc.stdout.close()
 
 
 @pytest.fixture

@@ -21,7 +21,9 @@ Config (``[mcp.NAME]``, reference agent-loop.md §11)::
   ``[permission] "time_*" = "allow"`` decides otherwise.
 * An MCP tool never replaces another tool: a clash is skipped and reported.
 * Servers start on first need (when the tool registry is built), in parallel, each within its
-  ``timeout``; one that fails is reported (``hookcode mcp list``) and the others work.
+  ``timeout``; one that fails is reported (``hookcode mcp list``) and the others work. One
+  that loses its connection later is started again by the next call of one of its tools (at
+  most ``RESTART_LIMIT`` times within ``RESTART_WINDOW`` seconds, see ``_client``).
 * Remote servers get an OAuth provider unless ``oauth = false``: ``hookcode mcp auth NAME``
   logs in (in the browser), the tokens go to ``<data dir>/mcp-auth.json`` and are refreshed
   when they expire; without a login a server is ``needs_auth`` (or
@@ -68,7 +70,8 @@ def manager(runtime: Runtime) -> Manager:
 
 def status(runtime: Runtime) -> list[dict[str, Any]]:
     """Each configured server: name, type, status (connected, disabled, failed, needs_auth,
-    needs_client_registration), error, and its tools (starting the servers if needed)."""
+    needs_client_registration), error, restarts (after a lost connection), and its tools
+    (starting the servers if needed)."""
     if not _configured(runtime.config):
         return []
     return manager(runtime).status()

@@ -167,6 +167,9 @@ def _line(server: dict[str, Any]) -> str:
     if server["status"] == "connected":
         count = len(server["tools"])
         text += f", {count} tool{'s' if count != 1 else ''}"
+    restarts = server.get("restarts") or 0
+    if restarts:
+        text += f", restarted {restarts} time{'s' if restarts != 1 else ''}"
     if server.get("error"):
         text += f": {server['error']}"
     return text

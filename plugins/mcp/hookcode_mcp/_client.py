@@ -8,6 +8,12 @@ cancel scopes must be left by the task that entered them). Tool calls reach that
 ``run_coroutine_threadsafe``; the sessions are closed at exit (``atexit``) or by
 :meth:`Manager.close`.
 
+A server whose connection is lost after it connected (its process exited, a remote server
+closed the connection) is started again by the next call of one of its tools, as the lsp tool
+does with a language server that died: at most :data:`RESTART_LIMIT` times within
+:data:`RESTART_WINDOW` seconds, then it stays failed. Its new tool list reaches the registry
+like a ``tools/list_changed`` one (:meth:`Manager.apply_pending`, on the runtime's thread).
+
 The ``mcp`` SDK is imported here, and this module only when a server is configured.
 """
 
@@ -42,6 +48,11 @@ MAX_PAGES = 100
 CLOSE_TIMEOUT = 5.0
 #: stderr lines of a failed local server quoted in its error
 STDERR_LINES = 5
+#: a server that lost its connection is started again on next use, at most RESTART_LIMIT
+#: times within RESTART_WINDOW seconds; lost once more within the window, it stays failed
+#: (a server that crashes on every start must not be started on every call)
+RESTART_LIMIT = 3
+RESTART_WINDOW = 60.0
 
 
 # ---------------------------------------------------------------------------------------------
@@ -96,9 +107,26 @@ class Server:
     tools: list[McpTool] = field(default_factory=list)
     session: Any = None
     started: float | None = None
+    #: how many times the server was started again after losing its connection
+    restarts: int = 0
     _stop: asyncio.Event | None = None
     _task: asyncio.Task[None] | None = None
+    #: set once a run has connected or failed (Manager.start waits for the first one)
     _ready: threading.Event = field(default_factory=threading.Event)
+    #: the same for the current run, on the MCP loop (a restart waits for it)
+    _run_ready: asyncio.Event | None = None
+    #: the current run connected (even if it was lost at once)
+    _run_connected: bool = False
+    #: each run (the first start, every restart) has its own number: what an older run's
+    #: tasks do once they wind down never touches the newer one's state
+    _generation: int = 0
+    #: the server's messages ended (set by _watch_end), maybe before it was marked connected
+    _ended: bool = False
+    #: why the last connection was lost (``connection lost: ...``): the server may restart
+    _lost_cause: str | None = None
+    _restart_times: list[float] = field(default_factory=list)
+    _restarting: asyncio.Task[None] | None = None
+    _gave_up: bool = False
     _connect_failure: BaseException | None = None
     _connect_scope: Any = None
     _log_path: Path | None = None
@@ -135,19 +163,34 @@ class Server:
             "error": self.error,
             "transport": self.transport,
             "server": self.server_info,
+            "restarts": self.restarts,
             "tools": tools,
         }
 
     # -- on the background loop ---------------------------------------------------------------
-    async def run(self) -> None:
+    def launch(self) -> None:
+        """Start a run of the server: the first start, or a restart (on the MCP loop)."""
+        self._generation += 1
+        self._stop = asyncio.Event()
+        self._run_ready = asyncio.Event()
+        self._ended = False
+        self._run_connected = False
+        self._connect_failure = None
+        self._task = asyncio.get_running_loop().create_task(self.run(self._generation))
+
+    async def run(self, generation: int) -> None:
         """Connect, list the tools, then hold the session open until stopped.
 
         Only the awaits that enter no context (initialize, tools/list) run under the
-        timeout: anyio's scopes must be left in the order they were entered."""
+        timeout: anyio's scopes must be left in the order they were entered. A restart's
+        tool list goes to the registry through :meth:`Manager.changed`."""
         import anyio
 
-        self._stop = asyncio.Event()
+        stop = self._stop
+        assert stop is not None
+        restart = self.restarts > 0
         self.started = time.monotonic()
+        tools: list[McpTool] = []
         try:
             async with contextlib.AsyncExitStack() as stack:
                 try:
@@ -157,7 +200,7 @@ class Server:
                         with anyio.fail_after(self.timeout):
                             await session.initialize()
                             self.session = session
-                            self.tools = await self._list_tools()
+                            tools = await self._list_tools()
                     self._connect_scope = None
                     if self._connect_failure is not None:
                         raise self._connect_failure
@@ -170,21 +213,40 @@ class Server:
                     # known at once; the transport winds down (and the process is reaped)
                     # after the caller has moved on
                     self._connect_scope = None
-                    self.session, self.tools = None, []
+                    self.session = None
+                    if not restart:
+                        self.tools = []  # a restart keeps the listed tools: they fail clearly
                     self._fail(exc)
-                    self._ready.set()
+                    self._set_ready(generation)
                     return
+                if restart:
+                    self.manager.changed(self, tools)
+                else:
+                    self.tools = tools
                 self.status, self.error = "connected", None
-                self._ready.set()
-                await self._stop.wait()
+                self._run_connected = True
+                if self._ended:  # it was gone before this line: lost at once
+                    self._lost(generation)
+                self._set_ready(generation)
+                await stop.wait()
         except Exception as exc:
-            if self.status == "connected":
+            if generation != self._generation:
+                pass  # a newer run owns the state
+            elif self.status == "connected":
                 self.status, self.error = "failed", f"connection lost: {_describe(exc)}"
+                self._lost_cause = self.error
             elif self.status == "pending":
                 self._fail(exc)
         finally:
-            self.session = None
+            if generation == self._generation:
+                self.session = None
+                self._set_ready(generation)
+
+    def _set_ready(self, generation: int) -> None:
+        if generation == self._generation:
             self._ready.set()
+            if self._run_ready is not None:
+                self._run_ready.set()
 
     def _fail(self, exc: BaseException) -> None:
         status, message = "failed", _describe(exc)
@@ -239,19 +301,26 @@ class Server:
         send, receive = anyio.create_memory_object_stream[Any](0)
         group = await stack.enter_async_context(anyio.create_task_group())
         stack.callback(group.cancel_scope.cancel)  # runs first: the group ends at once
+        generation = self._generation
 
         async def forward() -> None:
             async with send, read:
                 async for item in read:
                     await send.send(item)
-                self._lost()  # before the session hears of it (and fails what waits)
+                if generation == self._generation:
+                    # the end may come between the last answer of the connect and the line
+                    # that marks the server connected: run() looks at _ended there
+                    self._ended = True
+                    self._lost(generation)  # before the session hears (and fails what waits)
 
         group.start_soon(forward)
         return receive
 
-    def _lost(self) -> None:
-        if self.status != "connected" or (self._stop is not None and self._stop.is_set()):
-            return  # still connecting (that failure is reported as such), or closing
+    def _lost(self, generation: int) -> None:
+        if generation != self._generation or self.status != "connected":
+            return  # still connecting (that failure is reported as such), or a newer run
+        if self._stop is not None and self._stop.is_set():
+            return  # closing
         if self.config.kind == "local":
             message = "the server exited (or closed its output)"
         else:
@@ -260,6 +329,7 @@ class Server:
         if tail:
             message += f"; stderr: {tail}"
         self.status, self.error = "failed", f"connection lost: {message}"
+        self._lost_cause = self.error  # the next call starts it again (_restart)
         self.session = None
         if self._stop is not None:
             self._stop.set()  # wind the session down
@@ -327,30 +397,35 @@ class Server:
                 self._connect_scope.cancel()
             return
         if isinstance(message, types.ToolListChangedNotification):
-            asyncio.get_running_loop().create_task(self._refresh())
+            asyncio.get_running_loop().create_task(self._refresh(self._generation))
 
-    async def _refresh(self) -> None:
+    async def _refresh(self, generation: int) -> None:
         """``notifications/tools/list_changed``: list again; the registry takes the new
         list at its next safe point (:meth:`Manager.apply_pending`)."""
         try:
             tools = await asyncio.wait_for(self._list_tools(), self.timeout)
         except Exception as exc:
-            self.manager.warn(
-                f"MCP server {self.name!r}: re-listing tools failed: {_describe(exc)}"
-            )
+            if generation == self._generation and self.status == "connected":
+                self.manager.warn(
+                    f"MCP server {self.name!r}: re-listing tools failed: {_describe(exc)}"
+                )
             return
-        self.manager.changed(self, tools)
+        if generation == self._generation:  # not a list from a session since replaced
+            self.manager.changed(self, tools)
 
     async def _list_tools(self) -> list[McpTool]:
         from mcp import types
 
         from hookcode_mcp._tool import McpTool
 
+        session = self.session
+        if session is None:
+            raise RuntimeError(f"not connected ({self.status})")
         found: list[Any] = []
         cursor: str | None = None
         for _ in range(MAX_PAGES):
             params = types.PaginatedRequestParams(cursor=cursor) if cursor else None
-            page = await self.session.list_tools(params=params)
+            page = await session.list_tools(params=params)
             found.extend(page.tools)
             cursor = page.next_cursor
             if not cursor:
@@ -358,13 +433,17 @@ class Server:
         return [McpTool(self, remote) for remote in found]
 
     async def _call(self, name: str, args: dict[str, Any]) -> Any:
-        """tools/call; the timeout restarts with every progress notification."""
+        """tools/call (on a server started again first if it had lost its connection); the
+        timeout restarts with every progress notification."""
+        if self._restarting is not None or self._restartable():
+            await self._restarted()
         session = self.session
-        if session is None:
+        if session is None or self.status != "connected":
             raise ToolError(
                 f"MCP server {self.name!r} is not connected ({self.status}: "
                 f"{self.error or 'no session'})"
             )
+        generation = self._generation
         loop = asyncio.get_running_loop()
         deadline = loop.time() + self.timeout
 
@@ -377,6 +456,8 @@ class Server:
             while True:
                 done, _ = await asyncio.wait({task}, timeout=max(deadline - loop.time(), 0))
                 if task in done:
+                    if _connection_closed(task):
+                        await self._settle(generation)
                     return task.result()
                 if loop.time() >= deadline:
                     task.cancel()
@@ -389,6 +470,101 @@ class Server:
         finally:
             if not task.done():
                 task.cancel()
+
+    async def _settle(self, generation: int) -> None:
+        """The connection closed under a call: let the run that held it end first, so that
+        the call's error says why (the session fails its calls before the transport's error
+        reaches :meth:`run`)."""
+        task = self._task
+        if generation == self._generation and task is not None and not task.done():
+            await asyncio.wait({task}, timeout=CLOSE_TIMEOUT)
+
+    # -- restarting (on the background loop) --------------------------------------------------
+    def _restartable(self) -> bool:
+        """Lost after connecting (not a failed start, a login to make, a server given up)."""
+        return (
+            self.status == "failed"
+            and self._lost_cause is not None
+            and not self._gave_up
+            and not self.manager.closed
+        )
+
+    def _recent_restarts(self) -> list[float]:
+        now = time.monotonic()
+        return [t for t in self._restart_times if now - t < RESTART_WINDOW]
+
+    async def _restarted(self) -> None:
+        """Wait for the server's restart, starting it unless one runs: calls that come
+        together while the server is down share one restart."""
+        task = self._restarting
+        if task is None:
+            task = asyncio.get_running_loop().create_task(self._restart())
+            self._restarting = task
+            task.add_done_callback(self._restart_done)
+        await asyncio.shield(task)  # a cancelled call leaves the restart to the others
+
+    def _restart_done(self, task: asyncio.Task[None]) -> None:
+        if self._restarting is task:
+            self._restarting = None
+        if not task.cancelled():
+            task.exception()  # retrieved: it is raised in the calls that waited for it
+
+    async def _restart(self) -> None:
+        """Start the server again with the same config (a remote one reconnects), unless it
+        was restarted RESTART_LIMIT times within RESTART_WINDOW seconds: then give up. The
+        outcome is in ``status`` / ``error``; the calls read it there."""
+        cause = self._lost_cause or self.error or "connection lost"
+        recent = self._recent_restarts()
+        if len(recent) >= RESTART_LIMIT:
+            self._gave_up = True
+            self.status = "failed"
+            self.error = (
+                f"{cause}; restarted {len(recent)} times within {RESTART_WINDOW:g} s, gave up "
+                "(the next hookcode run starts it again)"
+            )
+            self.manager.warn(f"MCP server {self.name!r} is not restarted again: {self.error}")
+            return
+        await self._wind_down()  # the old session closed, its process reaped
+        if self.manager.closed:
+            return
+        self._restart_times = [*recent, time.monotonic()]
+        self.restarts += 1
+        self.status, self.error = "pending", None
+        self.launch()
+        ready = self._run_ready
+        assert ready is not None
+        try:
+            # the server's own timeout bounds each phase of its connect; this only guards
+            await asyncio.wait_for(ready.wait(), 2 * self.timeout + 5.0)
+        except TimeoutError:
+            task = self._task
+            if task is not None:
+                task.cancel()
+                await asyncio.wait({task}, timeout=CLOSE_TIMEOUT)
+            self._run_connected = False
+            self._fail(TimeoutError())
+        if self.manager.closed:
+            return
+        if self._run_connected:  # even if lost again at once: the call then says so
+            self.manager.warn(f"MCP server {self.name!r} was restarted after: {cause}")
+            return
+        failure = self.error or self.status
+        if self.status == "pending":  # the run ended without a word (cannot happen)
+            self.status = "failed"
+        self.error = f"{cause}; restarting it failed: {failure}"
+        self.manager.warn(f"MCP server {self.name!r} could not be restarted: {self.error}")
+
+    async def _wind_down(self) -> None:
+        """Let the current run end (its session closed, a local server's process reaped)."""
+        task = self._task
+        if task is None or task.done():
+            return
+        if self._stop is not None:
+            self._stop.set()
+        done, _ = await asyncio.wait({task}, timeout=CLOSE_TIMEOUT)
+        if not done:
+            task.cancel()
+            await asyncio.wait({task}, timeout=CLOSE_TIMEOUT)
 
     async def stop(self) -> None:
         if self._stop is not None:
@@ -418,7 +594,11 @@ class Server:
             raise
         except Exception as exc:
             if self.status == "failed" and self.error:  # it died under this call
-                raise ToolError(f"MCP server {self.name!r}: {name}: {self.error}") from exc
+                message = f"MCP server {self.name!r}: {name}: {self.error}"
+                # the call is not repeated: it may have done its work before the end
+                if self._restartable() and len(self._recent_restarts()) < RESTART_LIMIT:
+                    message += "; it will be restarted on next use"
+                raise ToolError(message) from exc
             raise ToolError(f"MCP server {self.name!r}: {name}: {_describe(exc)}") from exc
 
     # -- the server's stderr ------------------------------------------------------------------
@@ -514,7 +694,7 @@ class Manager:
                     self.warn(f"MCP server {server.name!r} is not authorized: {server.error}")
 
     def _spawn(self, server: Server) -> None:
-        server._task = asyncio.get_running_loop().create_task(server.run())
+        server.launch()
 
     def tools(self) -> list[McpTool]:
         self.start()
@@ -652,6 +832,21 @@ def _http_status(exc: BaseException) -> int | None:
         if isinstance(code, int):
             return code
     return None
+
+
+def _connection_closed(task: asyncio.Task[Any]) -> bool:
+    """Whether a finished request failed because the session's connection closed."""
+    if task.cancelled():
+        return False
+    error = task.exception()
+    from mcp.shared.exceptions import MCPError
+    from mcp.types import CONNECTION_CLOSED
+
+    return (
+        isinstance(error, MCPError)
+        and error.code == CONNECTION_CLOSED
+        and error.message == "Connection closed"
+    )
 
 
 def _leaves(exc: BaseException) -> list[BaseException]:

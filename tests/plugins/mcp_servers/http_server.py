@@ -2,7 +2,8 @@
 
 Binds 127.0.0.1 on a free port, prints ``PORT <n>`` on stdout, serves ``/mcp`` until killed
 (``--sse``: the older HTTP+SSE transport on ``/sse``; ``--bearer TOKEN``: ``/mcp`` answers 401
-unless ``Authorization: Bearer TOKEN`` is sent, and no OAuth metadata is published).
+unless ``Authorization: Bearer TOKEN`` is sent, and no OAuth metadata is published; ``--port N``:
+port N, as a server started again where the last one was).
 Tools: ``add`` (a number, structured), ``fail`` (raises: an ``isError`` result), ``picture``
 (text and a PNG image), ``report`` (an embedded text resource and a PDF blob), ``patch`` (a
 name that clashes with apply_patch when the server is called ``apply``), ``enable_extra``
@@ -142,7 +143,8 @@ def _require_bearer(app: Any, token: str) -> Any:
 def main() -> None:
     sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
     sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-    sock.bind(("127.0.0.1", 0))
+    port = int(sys.argv[sys.argv.index("--port") + 1]) if "--port" in sys.argv else 0
+    sock.bind(("127.0.0.1", port))
     sock.listen(128)  # connections queue from now on: the port is usable once printed
     port = sock.getsockname()[1]
     if "--sse" in sys.argv:  # the old HTTP+SSE transport: GET /sse, POST /messages/

@@ -17,7 +17,7 @@ import functools
 import json
 import os
 import re
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Literal
 
@@ -212,12 +212,46 @@ class Decision:
         return [p.rule for p in self.patterns if p.rule is not None]
 
 
-@dataclass
 class Ruleset:
-    """The effective rules of one agent in one session, approvals kept apart."""
+    """The effective rules of one agent in one session, approvals kept apart.
 
-    rules: list[Rule] = field(default_factory=list)
-    approvals: list[Rule] = field(default_factory=list)
+    ``approvals`` may be given as ``load_approvals``, a function called the first time they
+    are needed: only a pattern the rules leave at ``ask`` looks at them, so a call the rules
+    allow never reads the remembered approvals from the store."""
+
+    __slots__ = ("_approvals", "_load_approvals", "rules")
+
+    def __init__(
+        self,
+        rules: list[Rule] | None = None,
+        approvals: list[Rule] | None = None,
+        *,
+        load_approvals: Callable[[], list[Rule]] | None = None,
+    ) -> None:
+        self.rules: list[Rule] = rules if rules is not None else []
+        self._approvals = approvals
+        self._load_approvals = load_approvals
+
+    @property
+    def approvals(self) -> list[Rule]:
+        if self._approvals is None:
+            load, self._load_approvals = self._load_approvals, None
+            self._approvals = load() if load is not None else []
+        return self._approvals
+
+    @approvals.setter
+    def approvals(self, value: list[Rule]) -> None:
+        self._approvals, self._load_approvals = value, None
+
+    def __repr__(self) -> str:
+        return f"Ruleset(rules={self.rules!r}, approvals={self.approvals!r})"
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, Ruleset):
+            return NotImplemented
+        return (self.rules, self.approvals) == (other.rules, other.approvals)
+
+    __hash__ = None  # type: ignore[assignment]  # mutable, as the dataclass it was
 
     def last_match(self, permission: str, pattern: str) -> Rule | None:
         for rule in reversed(self.rules):

@@ -319,29 +319,30 @@ class Runtime:
         rules = self.base_rules(agent)
         session = self.session_rules.get(session_id) if session_id is not None else None
         rules = rules + session if session else list(rules)
-        remembered: list[Rule] = []
-        if approvals:
-            # the store answers from its cache (the same list object while the approvals are
-            # unchanged, in this process and in others); the rules are built once per answer
-            records = self.store._approvals_shared(str(self.worktree), session_id)
-            cached = self._approval_rules.get(session_id)
-            if cached is None or cached[0] is not records:
-                built: list[Rule] = []
-                for record in records:
-                    scope = "session" if record.session_id else "project"
-                    built.append(
-                        Rule(
-                            record.permission,
-                            record.pattern,
-                            "allow",
-                            f"approval:{scope}:{record.id}",
-                        )
+        if not approvals:
+            return Ruleset(rules, [])
+        # read when a pattern the rules leave at "ask" needs them (not for calls they allow)
+        return Ruleset(rules, load_approvals=lambda: self._approvals(session_id))
+
+    def _approvals(self, session_id: str | None) -> list[Rule]:
+        """The remembered approvals of the project and of ``session_id``, as rules."""
+        # the store answers from its cache (the same list object while the approvals are
+        # unchanged, in this process and in others); the rules are built once per answer
+        records = self.store._approvals_shared(str(self.worktree), session_id)
+        cached = self._approval_rules.get(session_id)
+        if cached is None or cached[0] is not records:
+            built: list[Rule] = []
+            for record in records:
+                scope = "session" if record.session_id else "project"
+                built.append(
+                    Rule(
+                        record.permission, record.pattern, "allow", f"approval:{scope}:{record.id}"
                     )
-                if len(self._approval_rules) >= 256:
-                    self._approval_rules.clear()
-                cached = self._approval_rules[session_id] = (records, built)
-            remembered = list(cached[1])
-        return Ruleset(rules, remembered)
+                )
+            if len(self._approval_rules) >= 256:
+                self._approval_rules.clear()
+            cached = self._approval_rules[session_id] = (records, built)
+        return list(cached[1])
 
     def invalidate(self) -> None:
         """Forget cached agents and rules (after the config or the plugins changed)."""

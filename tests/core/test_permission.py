@@ -236,6 +236,22 @@ def test_hiding_ignores_approvals() -> None:
     assert ruleset.disabled("x") is True
 
 
+def test_approvals_are_loaded_only_when_a_pattern_is_left_at_ask() -> None:
+    loads: list[int] = []
+
+    def load() -> list[Rule]:
+        loads.append(1)
+        return [Rule("edit", "src/*", "allow")]
+
+    ruleset = Ruleset([Rule("read", "*", "allow")], load_approvals=load)
+    assert ruleset.evaluate("read", ["a.txt"]).action == "allow"
+    assert loads == []  # the rules decided: the store is not read
+    decision = ruleset.evaluate("edit", ["src/a.py", "docs/b.md"])
+    assert [p.action for p in decision.patterns] == ["allow", "ask"]
+    assert ruleset.evaluate("edit", ["src/c.py"]).action == "allow"
+    assert loads == [1]  # once, then kept
+
+
 # ---------------------------------------------------------------------------------------------
 # votes
 # ---------------------------------------------------------------------------------------------

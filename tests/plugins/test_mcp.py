@@ -7,7 +7,6 @@ from __future__ import annotations
 import asyncio
 import json
 import os
-import select
 import subprocess
 import sys
 import time
@@ -18,6 +17,7 @@ from typing import Any
 
 import hookcode_mcp
 import pytest
+from helpers.mcp_http import serve
 from hookcode import hookimpl
 from hookcode.errors import ConfigError, InvalidArguments, PermissionRejected, ToolError
 from hookcode.testing import invoke_tool
@@ -61,29 +61,7 @@ def write_servers(env: Any, servers: dict[str, dict[str, Any]], extra: str = "")
 
 
 def _start_http(*args: str) -> Iterator[str]:
-    proc = subprocess.Popen(
-        [sys.executable, str(SERVERS / "http_server.py"), *args],
-        stdout=subprocess.PIPE,
-        stderr=subprocess.DEVNULL,
-        text=True,
-    )
-    try:
-        assert proc.stdout is not None
-        ready, _, _ = select.select([proc.stdout], [], [], 30)
-        line = proc.stdout.readline() if ready else ""
-        if not line.startswith("PORT "):
-            pytest.fail(f"the test HTTP MCP server did not start: {line!r}")
-        path = "/sse" if "--sse" in args else "/mcp"
-        yield f"http://127.0.0.1:{int(line.split()[1])}{path}"
-    finally:
-        proc.terminate()
-        try:
-            proc.wait(10)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait()
-        if proc.stdout is not None:
-            proc.stdout.close()
+    return serve("http_server.py", *args)
 
 
 @pytest.fixture(scope="module")

@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import json
 import os
-import select
 import socket
 import stat
 import subprocess
@@ -23,6 +22,7 @@ from typing import Any
 
 import hookcode_mcp
 import pytest
+from helpers.mcp_http import serve
 from hookcode.testing import invoke_tool
 from hookcode_mcp._client import close_all
 
@@ -44,32 +44,7 @@ def _plugins(hookcode_env: Any) -> Iterator[None]:
     close_all()
 
 
-@contextmanager
-def _serve(script: str, *args: str) -> Iterator[str]:
-    """Run a test server; yields its MCP endpoint's URL."""
-    proc = subprocess.Popen(
-        [sys.executable, str(SERVERS / script), *args],
-        stdout=subprocess.PIPE,
-        stderr=subprocess.DEVNULL,
-        text=True,
-    )
-    try:
-        assert proc.stdout is not None
-        ready, _, _ = select.select([proc.stdout], [], [], 60)
-        line = proc.stdout.readline() if ready else ""
-        if not line.startswith("PORT "):
-            pytest.fail(f"the test server {script} did not start: {line!r}")
-        path = "/sse" if "--sse" in args else "/mcp"
-        yield f"http://127.0.0.1:{int(line.split()[1])}{path}"
-    finally:
-        proc.terminate()
-        try:
-            proc.wait(10)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait()
-        if proc.stdout is not None:
-            proc.stdout.close()
+_serve = contextmanager(serve)
 
 
 @pytest.fixture

@@ -7,10 +7,7 @@ appear in logs, events, the session store or error messages: :func:`redact` scru
 
 from __future__ import annotations
 
-import contextlib
 import json
-import os
-import tempfile
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -75,19 +72,9 @@ class Credentials:
 
     # -- writing ------------------------------------------------------------------------------
     def _write(self, data: dict[str, dict[str, str]]) -> None:
-        self.path.parent.mkdir(parents=True, exist_ok=True)
-        fd, temp = tempfile.mkstemp(dir=self.path.parent, prefix=".auth.", suffix=".tmp")
-        try:
-            os.fchmod(fd, 0o600)
-            with os.fdopen(fd, "w") as handle:
-                json.dump(data, handle, indent=2)
-                handle.flush()
-                os.fsync(handle.fileno())
-            os.replace(temp, self.path)
-        except BaseException:
-            with contextlib.suppress(FileNotFoundError):
-                os.unlink(temp)
-            raise
+        from hookcode.fileio import atomic_write  # its temporary file is 0600 from the start
+
+        atomic_write(self.path, json.dumps(data, indent=2).encode(), mode=0o600)
 
     def set(self, provider: str, key: str) -> None:
         """Store an API key for ``provider`` (auth.json stays mode 0600)."""

@@ -483,6 +483,16 @@ def test_unsafe_names_and_file_paths_are_refused_and_nothing_is_written_outside(
     hookcode_env, server
 ):
     outside = hookcode_env.root / "outside.txt"
+    refused = [
+        "../escaped.txt",
+        "sub/../../escaped2.txt",
+        "..",
+        str(outside),
+        "/etc/hookcode-test.txt",
+        "sub\\..\\x.txt",
+        "C:/x.txt",
+        "a//b.txt",
+    ]
     index = {
         "skills": [
             {"name": "../escape", "files": ["SKILL.md"]},
@@ -492,18 +502,7 @@ def test_unsafe_names_and_file_paths_are_refused_and_nothing_is_written_outside(
             {"name": "", "files": ["SKILL.md"]},
             {
                 "name": "good",
-                "files": [
-                    "SKILL.md",
-                    "../escaped.txt",
-                    "sub/../../escaped2.txt",
-                    "..",
-                    str(outside),
-                    "/etc/hookcode-test.txt",
-                    "sub\\..\\x.txt",
-                    "C:/x.txt",
-                    "a//b.txt",
-                    "docs/ok.md",
-                ],
+                "files": ["SKILL.md", *refused, "docs/ok.md"],
             },
         ]
     }
@@ -522,16 +521,6 @@ def test_unsafe_names_and_file_paths_are_refused_and_nothing_is_written_outside(
             f"skills: index {index_url}, entry {position} skipped: unsafe skill name {name!r}"
             in warnings
         )
-    refused = [
-        "../escaped.txt",
-        "sub/../../escaped2.txt",
-        "..",
-        str(outside),
-        "/etc/hookcode-test.txt",
-        "sub\\..\\x.txt",
-        "C:/x.txt",
-        "a//b.txt",
-    ]
     for file in refused:
         assert (
             f"skills: index {index_url}, skill 'good': file {file!r} refused: unsafe path"

@@ -689,13 +689,7 @@ class Store:
         with self._lock:
             if self._depth:  # inside a transaction(): raw writes may not pass _write()
                 self._approvals_cache.clear()
-                rows = self._query(
-                    f"SELECT {_APPROVAL_FIELDS} FROM approvals WHERE project = ? "
-                    "AND (session_id IS NULL OR session_id = ?) "
-                    "ORDER BY session_id IS NOT NULL, seq",
-                    (project, session_id),
-                )
-                return [ApprovalRecord(*row) for row in rows]
+                return self._approval_rows(project, session_id)
             try:
                 version = self._conn.execute("PRAGMA data_version").fetchone()[0]
             except sqlite3.Error as exc:
@@ -708,14 +702,16 @@ class Store:
             if cached is None:
                 if len(self._approvals_cache) >= 256:
                     self._approvals_cache.clear()
-                rows = self._query(
-                    f"SELECT {_APPROVAL_FIELDS} FROM approvals WHERE project = ? "
-                    "AND (session_id IS NULL OR session_id = ?) "
-                    "ORDER BY session_id IS NOT NULL, seq",
-                    (project, session_id),
-                )
-                cached = self._approvals_cache[key] = [ApprovalRecord(*row) for row in rows]
+                cached = self._approvals_cache[key] = self._approval_rows(project, session_id)
             return cached
+
+    def _approval_rows(self, project: str, session_id: str | None) -> list[ApprovalRecord]:
+        rows = self._query(
+            f"SELECT {_APPROVAL_FIELDS} FROM approvals WHERE project = ? "
+            "AND (session_id IS NULL OR session_id = ?) ORDER BY session_id IS NOT NULL, seq",
+            (project, session_id),
+        )
+        return [ApprovalRecord(*row) for row in rows]
 
     def remove_approval(self, id: str) -> bool:
         with self._write() as conn:

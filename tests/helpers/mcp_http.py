@@ -1,12 +1,15 @@
-"""Test MCP servers over HTTP, run as real processes (tests/plugins/mcp_servers/)."""
+"""For the MCP tests: test servers over HTTP run as real processes (tests/plugins/mcp_servers/),
+and the ``hookcode`` CLI run in a test's isolated world."""
 
 from __future__ import annotations
 
+import os
 import select
 import subprocess
 import sys
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -42,3 +45,18 @@ def serve(script: str, *args: str) -> Iterator[str]:
             proc.wait()
         if proc.stdout is not None:
             proc.stdout.close()
+
+
+def run_hookcode(env: Any, *args: str, timeout: float) -> subprocess.CompletedProcess[str]:
+    """``python -m hookcode ARGS`` in ``env``'s project with ``env.env`` (a HookcodeEnv), none
+    of the developer's ``HOOKCODE_*`` variables nor their ``BROWSER``."""
+    full = {k: v for k, v in os.environ.items() if not k.startswith(("HOOKCODE_", "BROWSER"))}
+    full.update(env.env)
+    return subprocess.run(
+        [sys.executable, "-m", "hookcode", *args],
+        cwd=env.project,
+        env=full,
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+    )

@@ -17,7 +17,7 @@ from typing import Any
 
 import hookcode_mcp
 import pytest
-from helpers.mcp_http import serve
+from helpers.mcp_http import run_hookcode, serve
 from hookcode import hookimpl
 from hookcode.errors import ConfigError, InvalidArguments, PermissionRejected, ToolError
 from hookcode.testing import invoke_tool
@@ -689,16 +689,7 @@ def test_a_remote_server_that_went_away_is_reconnected(hookcode_env: Any, transp
 
 
 def _hookcode(env: Any, *args: str) -> subprocess.CompletedProcess[str]:
-    full = {k: v for k, v in os.environ.items() if not k.startswith("HOOKCODE_")}
-    full.update(env.env)
-    return subprocess.run(
-        [sys.executable, "-m", "hookcode", *args],
-        cwd=env.project,
-        env=full,
-        capture_output=True,
-        text=True,
-        timeout=60,
-    )
+    return run_hookcode(env, *args, timeout=60)
 
 
 def test_cli_mcp_list_and_tools_call(hookcode_env: Any, mcp_venv: Path) -> None:

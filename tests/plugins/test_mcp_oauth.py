@@ -7,7 +7,6 @@ follows the authorization redirect to hookcode's callback server. ``hookcode mcp
 from __future__ import annotations
 
 import json
-import os
 import socket
 import stat
 import subprocess
@@ -22,7 +21,7 @@ from typing import Any
 
 import hookcode_mcp
 import pytest
-from helpers.mcp_http import serve
+from helpers.mcp_http import run_hookcode, serve
 from hookcode.testing import invoke_tool
 from hookcode_mcp._client import close_all
 
@@ -104,16 +103,7 @@ def write_remote(env: Any, servers: dict[str, dict[str, Any]], extra: str = "") 
 
 
 def hookcode(env: Any, *args: str) -> subprocess.CompletedProcess[str]:
-    full = {k: v for k, v in os.environ.items() if not k.startswith(("HOOKCODE_", "BROWSER"))}
-    full.update(env.env)
-    return subprocess.run(
-        [sys.executable, "-m", "hookcode", *args],
-        cwd=env.project,
-        env=full,
-        capture_output=True,
-        text=True,
-        timeout=CLI_TIMEOUT,
-    )
+    return run_hookcode(env, *args, timeout=CLI_TIMEOUT)
 
 
 def login(env: Any, name: str, *extra: str) -> subprocess.CompletedProcess[str]:

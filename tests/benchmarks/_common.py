@@ -274,6 +274,14 @@ class Report:
         sys.stdout.flush()
 
 
+def exit_status(*reports: Report) -> int:
+    """Print every missed budget of ``reports`` (``OVER BUDGET: ...``); 1 if any, else 0."""
+    failures = [failure for report in reports for failure in report.failures]
+    for failure in failures:
+        print(f"OVER BUDGET: {failure}")
+    return 1 if failures else 0
+
+
 def ms(seconds: float) -> str:
     return f"{seconds * 1000:.1f} ms"
 

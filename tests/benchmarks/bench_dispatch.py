@@ -47,7 +47,7 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from _common import Report, cached_venv, machine
+from _common import Report, cached_venv, exit_status, machine
 
 BUDGET_US = 100.0
 BUDGET_RATIO = 5.0
@@ -271,9 +271,7 @@ def main() -> int:
     report.note(f"hookcode: {detail}")
     report.note(f"pydantic-ai {version}, FunctionModel; model function time subtracted")
     report.print()
-    for failure in report.failures:
-        print(f"OVER BUDGET: {failure}")
-    return 1 if report.failures else 0
+    return exit_status(report)
 
 
 if __name__ == "__main__":

@@ -44,7 +44,7 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from _common import Report, hookcode_exe, machine, median_seconds, ms
+from _common import Report, exit_status, hookcode_exe, machine, median_seconds, ms
 
 
 @dataclass
@@ -453,9 +453,7 @@ def main() -> int:
     finally:
         shutil.rmtree(root, ignore_errors=True)
     report.print()
-    for failure in report.failures:
-        print(f"OVER BUDGET: {failure}")
-    return 1 if report.failures else 0
+    return exit_status(report)
 
 
 if __name__ == "__main__":

@@ -34,7 +34,16 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from _common import Report, bytecode_env, cached_venv, interleaved, machine, ms, run_process
+from _common import (
+    Report,
+    bytecode_env,
+    cached_venv,
+    exit_status,
+    interleaved,
+    machine,
+    ms,
+    run_process,
+)
 
 BUDGET = 1.5
 PREFIX = "benchpack_"
@@ -176,9 +185,7 @@ def main() -> int:
         report.note(f"{what}: cpu {cpu[a] / cpu[b]:.2f}x")
     report.note(f"{found} generated tools listed by `tools list --json`")
     report.print()
-    for failure in report.failures:
-        print(f"OVER BUDGET: {failure}")
-    return 1 if report.failures else 0
+    return exit_status(report)
 
 
 if __name__ == "__main__":

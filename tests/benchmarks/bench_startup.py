@@ -50,6 +50,7 @@ from _common import (
     Report,
     bytecode_env,
     cached_venv,
+    exit_status,
     hookcode_exe,
     interleaved,
     machine,
@@ -268,10 +269,7 @@ def main() -> int:
             reports.append(bench_providers(args, root, env))
             reports[-1].print()
     print(f"\nload average after: {os.getloadavg()[0]:.1f}")
-    failures = [f for r in reports for f in r.failures]
-    for failure in failures:
-        print(f"OVER BUDGET: {failure}")
-    return 1 if failures else 0
+    return exit_status(*reports)
 
 
 if __name__ == "__main__":

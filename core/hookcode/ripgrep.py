@@ -227,21 +227,10 @@ async def _stream(
         stdout=asyncio.subprocess.PIPE,
         stderr=asyncio.subprocess.PIPE,
     )
-    loop = asyncio.get_running_loop()
-    running = True
-
-    def kill() -> None:
-        if proc.returncode is None:
-            with contextlib.suppress(ProcessLookupError):
-                proc.kill()
-
-    def on_abort() -> None:  # may run in any thread, possibly after the call ended
-        if running:
-            with contextlib.suppress(RuntimeError):  # the loop is closed: nothing to kill
-                loop.call_soon_threadsafe(kill)
-
+    killer = _Killer(proc, asyncio.get_running_loop())
+    kill = killer.kill
     if abort is not None:
-        abort.add_callback(on_abort)
+        abort.add_callback(killer.on_abort)
     produced = stopped = False
     stderr_task = asyncio.ensure_future(_read_head(proc.stderr))
     try:
@@ -262,7 +251,7 @@ async def _stream(
             with contextlib.suppress(Exception):
                 await asyncio.shield(proc.wait())
         stderr_task.cancel()
-        running = False
+        killer.running = False
     if abort is not None and abort.is_set():
         raise ToolAborted()
     return returncode, stderr, produced, stopped
@@ -296,17 +285,8 @@ async def _stream_posix(
     reading = {out_fd, err_fd}
     head = bytearray()
     produced = stopped = False
-    running = True
-
-    def kill() -> None:
-        if proc.returncode is None:
-            with contextlib.suppress(ProcessLookupError):
-                proc.kill()
-
-    def on_abort() -> None:  # may run in any thread, possibly after the call ended
-        if running:
-            with contextlib.suppress(RuntimeError):  # the loop is closed: nothing to kill
-                loop.call_soon_threadsafe(kill)
+    killer = _Killer(proc, loop)
+    kill, on_abort = killer.kill, killer.on_abort
 
     def done_with(fd: int) -> None:
         if fd in reading:
@@ -368,7 +348,7 @@ async def _stream_posix(
         await ended
         returncode = await _exited(proc, loop)
     finally:
-        running = False
+        killer.running = False
         for fd in list(reading):
             loop.remove_reader(fd)
         if proc.returncode is None:
@@ -382,6 +362,28 @@ async def _stream_posix(
     if abort is not None and abort.is_set():
         raise ToolAborted()
     return returncode, head.decode("utf-8", "replace").strip(), produced, stopped
+
+
+class _Killer:
+    """Kills a running rg: :meth:`kill` on the loop's thread, :meth:`on_abort` (an abort
+    signal's callback) from any thread, possibly after the call ended (``running`` False)."""
+
+    __slots__ = ("loop", "proc", "running")
+
+    def __init__(self, proc: Any, loop: asyncio.AbstractEventLoop) -> None:
+        self.proc = proc
+        self.loop = loop
+        self.running = True
+
+    def kill(self) -> None:
+        if self.proc.returncode is None:
+            with contextlib.suppress(ProcessLookupError):
+                self.proc.kill()
+
+    def on_abort(self) -> None:
+        if self.running:
+            with contextlib.suppress(RuntimeError):  # the loop is closed: nothing to kill
+                self.loop.call_soon_threadsafe(self.kill)
 
 
 async def _exited(proc: Any, loop: asyncio.AbstractEventLoop) -> int:

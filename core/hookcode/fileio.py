@@ -8,7 +8,7 @@
 * :class:`PathLocks` serialises writers of one path (async tools and sync tools alike); several
   paths are locked in sorted order, so multi-file writers cannot deadlock.
 * :func:`diff` and :func:`diff_stats` describe a change for permission asks and metadata.
-* :func:`realpath_nearest` resolves symlinks of a path that may not exist yet.
+* :func:`realpath_nearest` resolves symlinks (dangling ones too) of a path that may not exist yet.
 """
 
 from __future__ import annotations
@@ -38,16 +38,12 @@ __all__ = [
 
 
 def realpath_nearest(path: Path) -> Path:
-    """The real path of ``path``, or of its nearest existing ancestor plus the rest."""
-    missing: list[str] = []
-    current = path
-    while not current.exists() and current != current.parent:
-        missing.append(current.name)
-        current = current.parent
-    resolved = Path(os.path.realpath(current))
-    for name in reversed(missing):
-        resolved = resolved / name
-    return resolved
+    """Where the OS will find ``path``: every symlink followed, dangling ones included (the
+    readlink chain is followed to its end, so ``dl -> /outside/file`` resolves to
+    ``/outside/file`` even when that file does not exist yet), ``..`` taken after the symlink
+    before it; the missing rest of the path is kept as it is spelled. A symlink loop is
+    left unresolved at the loop (the OS refuses to open it)."""
+    return Path(os.path.realpath(path))
 
 
 _BOMS: tuple[tuple[bytes, str], ...] = (

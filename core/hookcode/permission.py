@@ -42,6 +42,7 @@ __all__ = [
     "combine_votes",
     "deny_message",
     "expand_home",
+    "protected_vote",
     "rules_from_config",
     "wildcard_match",
 ]
@@ -308,6 +309,27 @@ def deny_message(rules: list[Rule]) -> str:
     )
 
 
+def protected_vote(ruleset: Ruleset, permission: str, protected: Mapping[str, str]) -> Vote | None:
+    """Core's vote on a request that writes protected paths (``{pattern: entry}``, see
+    :mod:`hookcode.protected`): ``ask`` unless, for every such pattern, the rule that allows
+    it names the entry itself; a deny is left to the rules. None when nothing is left to ask."""
+    from hookcode.protected import names_entry
+
+    for pattern, entry in protected.items():
+        decision = ruleset.decide_one(permission, pattern)
+        if decision.action == "deny":
+            continue
+        rule = decision.rule
+        if decision.action == "allow" and rule is not None and names_entry(rule.pattern, entry):
+            continue
+        return Vote(
+            "ask",
+            f"{pattern} is a protected path ({entry}: it configures hookcode or runs code); "
+            f"only a rule naming it allows writing it without asking",
+        )
+    return None
+
+
 def combine_votes(votes: Iterable[Vote]) -> Vote:
     """Deny beats ask beats allow; no vote at all is ask."""
     seen = list(votes)
@@ -394,6 +416,12 @@ class PermissionService:
                     vote = Vote("ask", f"policy {plugin} returned an invalid vote")
             if vote is not None:
                 request.votes[plugin] = vote
+                votes.append(vote)
+        protected = request.metadata.get("protected")
+        if protected:
+            vote = protected_vote(request.ruleset, request.permission, protected)
+            if vote is not None:
+                request.votes["core"] = vote
                 votes.append(vote)
         return combine_votes(votes)
 

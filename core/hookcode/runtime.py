@@ -32,6 +32,7 @@ if TYPE_CHECKING:
     from hookcode.auth import Credentials
     from hookcode.config import Config
     from hookcode.permission import PermissionRequest
+    from hookcode.protected import ProtectedPaths
     from hookcode.providers import Provider
     from hookcode.store import SessionRecord, Store, ToolPartRecord
     from hookcode.tools import Tool, ToolContext, ToolResult
@@ -96,6 +97,7 @@ class Runtime:
         self.session_rules: dict[str, list[Rule]] = {}
         self._store: Store | None = None
         self._credentials: Credentials | None = None
+        self._protected: ProtectedPaths | None = None
         self._truncator: Truncator | None = None
         self._file_times: dict[str, FileTimes] = {}
         self._agents: dict[str, AgentSpec] | None = None
@@ -187,6 +189,16 @@ class Runtime:
             for provider in items if isinstance(items, list | tuple) else [items]:
                 found[provider.id] = provider
         return found
+
+    @property
+    def protected(self) -> ProtectedPaths:
+        """The paths no tool writes without an explicit ask (:mod:`hookcode.protected`)."""
+        if self._protected is None:
+            from hookcode.configfiles import user_config_dir
+            from hookcode.protected import ProtectedPaths
+
+            self._protected = ProtectedPaths(user_config_dir(self.env), self.data_dir)
+        return self._protected
 
     def new_id(self, prefix: str) -> str:
         return new_id(prefix)

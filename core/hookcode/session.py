@@ -1065,6 +1065,7 @@ class SessionLoop:
                     "call_id": request.tool.get("call_id"),
                     "permission": request.permission,
                     "patterns": list(request.patterns),
+                    "metadata": {"protected": request.metadata.get("protected") or {}},
                 }
             )
 

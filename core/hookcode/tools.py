@@ -303,6 +303,34 @@ class ToolContext:
         if self.external_directory(path, kind) is not None:
             self._run_sync(self.ask_external_directory(path, kind))
 
+    def read_rules(self) -> Callable[[str | Path], str]:
+        """A checker for tools that show files' names or contents (grep, glob, list, a shell
+        reader, an MCP tool): ``check(path)`` is what this agent's ``read`` rules say of
+        ``path`` (``"allow"``, ``"ask"`` or ``"deny"``), matched as the read tool asks: the
+        absolute path and, when it differs, its real path (remembered approvals count).
+        Nobody is asked: a tool drops what is denied and says what was left out."""
+        import os
+
+        ruleset = self.runtime.ruleset(self.agent, self.session_id)
+
+        def check(path: str | Path) -> str:
+            absolute = str(self.resolve(path))
+            patterns = [absolute]
+            real = os.path.realpath(absolute)
+            if real != absolute:
+                patterns.append(real)
+            return ruleset.evaluate("read", patterns).action
+
+        return check
+
+    def protected_entry(self, path: str | Path) -> str | None:
+        """The protected entry (:mod:`hookcode.protected`) that writing ``path`` would touch:
+        checked as spelled and with every symlink resolved. None for an ordinary path."""
+        from hookcode.fileio import realpath_nearest
+
+        spelled = self.resolve(path)
+        return self.runtime.protected.entry(spelled, realpath_nearest(spelled))
+
     async def run_blocking(self, fn: Callable[[], T]) -> T:
         """Run ``fn`` (say, a front end waiting for a person) in the runtime's worker pool;
         its result, or ToolAborted as soon as this call's abort signal fires."""

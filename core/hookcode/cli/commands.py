@@ -154,16 +154,16 @@ def register(app: typer.Typer, state: CliState) -> None:
         else:
             typer.echo(f"hookcode: {name}: {outcome.error_text}", err=True)
             refused = [r for r in rt.refusals if r.session_id == session.id]
-            if refused and not yes:
+            protected = any(r.metadata.get("protected") for r in refused)
+            if refused and (protected or not yes):
                 from hookcode.cli.frontend import has_terminal
 
                 if not has_terminal(rt):
+                    from hookcode.cli.frontend import approval_hint
+
                     asked = "; ".join(f"{r.permission} {' '.join(r.patterns)}" for r in refused)
-                    typer.echo(
-                        f"hookcode: nobody to approve {asked}: run in a terminal, or pass "
-                        "--yes or a rule in hookcode.toml",
-                        err=True,
-                    )
+                    hint = approval_hint(any(r.metadata.get("protected") for r in refused))
+                    typer.echo(f"hookcode: nobody to approve {asked}: {hint}", err=True)
         raise typer.Exit(0 if outcome.ok else 1)
 
     # ------------------------------------------------------------------------------ plugins

@@ -64,10 +64,14 @@ def _prompt_active() -> Iterator[None]:
 
 
 class AutoApprove:
-    """``--yes``: answer every ask with "once". Denies stay denies (they never reach a prompt)."""
+    """``--yes``: answer every ask with "once". Denies stay denies (they never reach a prompt),
+    and a write of a protected path (``metadata["protected"]``) is not approved: it needs a
+    person, or a rule naming the path."""
 
     @hookimpl
-    def permission_prompt(self, request: PermissionRequest) -> Reply:
+    def permission_prompt(self, request: PermissionRequest) -> Reply | None:
+        if request.metadata.get("protected"):
+            return None
         return Reply("once")
 
 
@@ -435,12 +439,23 @@ def exit_code(runtime: Runtime, result: RunResult | None, *, stderr: IO[str] | N
             f"{r['tool']} {r['permission']} {' '.join(r['patterns'])} ({r['call_id']})"
             for r in result.refused
         )
+        protected = any((r.get("metadata") or {}).get("protected") for r in result.refused)
         err.write(
-            "hookcode: refused tool calls (nobody to approve them: run in a terminal, or pass "
-            f"--yes or a rule in hookcode.toml): {names}\n"
+            f"hookcode: refused tool calls (nobody to approve them: {approval_hint(protected)}): "
+            f"{names}\n"
         )
         return 1
     return 0
+
+
+def approval_hint(protected: bool) -> str:
+    """How a headless refusal could have been approved."""
+    if protected:
+        return (
+            "a protected path needs a person in a terminal or a rule naming it, such as "
+            'edit = { "hookcode.toml" = "allow" } (--yes does not approve it)'
+        )
+    return "run in a terminal, or pass --yes or a rule in hookcode.toml"
 
 
 def run_cli(

@@ -98,7 +98,22 @@ class ShellAnalysis:
     always: list[str] = field(default_factory=list)  # "always" prefixes (``git log *``)
     outside_dirs: list[str] = field(default_factory=list)  # directories outside the project
     opaque: bool = False  # something could not be seen through
-    reasons: list[str] = field(default_factory=list)
+    reasons: list[str] = field(default_factory=list)  # why it is opaque
+    #: files whose contents a command shows or copies (``DIR/**``: read recursively)
+    reads: list[str] = field(default_factory=list)
+    #: files a command creates, changes or deletes (``DIR/**``: recursively)
+    writes: list[str] = field(default_factory=list)
+    #: the patterns of ``commands`` proven read-only (the default rules allow only those)
+    read_only: list[str] = field(default_factory=list)
+
+    def request_metadata(self) -> dict[str, Any]:
+        """What the ``bash`` permission request carries for the policies: whether the command
+        is opaque and why, and which of its patterns are read-only."""
+        return {
+            "opaque": self.opaque,
+            "reasons": list(self.reasons),
+            "read_only": list(self.read_only),
+        }
 
 
 # ---------------------------------------------------------------------------------------------

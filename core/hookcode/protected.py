@@ -72,6 +72,35 @@ class ProtectedPaths:
                     return _tail(spelled)
         return None
 
+    def entry_within(self, directory: str | os.PathLike[str], roots: Iterable[Path]) -> str | None:
+        """The protected entry that a recursive write of ``directory`` (``rm -r``, ``find
+        -delete``) would touch: ``directory`` itself inside one, or a protected file or
+        directory below it: the user config and data directories, and the entries of
+        ``directory`` and of each of ``roots`` (the project directories)."""
+        found = self.entry(directory, os.path.realpath(directory))
+        if found is not None:
+            return found
+        top = os.path.realpath(directory)
+        candidates: list[str] = [str(self.config_dir), str(self.data_dir)]
+        for root in [Path(directory), *roots]:
+            candidates += [str(root / name) for name in _TOP_LEVEL]
+        for candidate in candidates:
+            if os.path.lexists(candidate) and _within(os.path.realpath(candidate), top):
+                return self.entry(candidate) or os.path.basename(candidate)
+        return None
+
+
+#: the protected names that sit at the top of a project directory
+_TOP_LEVEL = (
+    ".git",
+    ".hookcode",
+    "hookcode.toml",
+    ".gitmodules",
+    ".envrc",
+    ".claude/settings.json",
+    ".claude/settings.local.json",
+)
+
 
 def names_entry(pattern: str, entry: str) -> bool:
     """Whether a rule ``pattern`` names the protected ``entry``: one of its literal pieces

@@ -303,7 +303,19 @@ _ENCODER = json.JSONEncoder(ensure_ascii=False)
 def _dumps(value: Any) -> str:
     if not value and type(value) in (dict, list):  # most parts' metadata or attachments
         return "{}" if type(value) is dict else "[]"
-    return _ENCODER.encode(value)
+    return storable(_ENCODER.encode(value))
+
+
+def storable(value: Any) -> Any:
+    """Text as SQLite (and any UTF-8 file) can hold it: a lone surrogate (a byte that was not
+    UTF-8, kept by ``surrogateescape``, or a JSON ``\\udcff`` from a model) becomes ``?``
+    instead of failing the write; anything else is returned as it is."""
+    if type(value) is str and not value.isascii():
+        try:
+            value.encode("utf-8")
+        except UnicodeEncodeError:
+            return value.encode("utf-8", "replace").decode("utf-8")
+    return value
 
 
 def _split_statements(script: str) -> list[str]:
@@ -542,7 +554,7 @@ class Store:
             id=id or new_id("ses"),
             project=project,
             directory=directory,
-            title=title,
+            title=storable(title),
             agent=agent,
             model=model,
             parent_id=parent_id,
@@ -611,7 +623,9 @@ class Store:
     def save_tool_part(self, part: ToolPartRecord) -> None:
         """Insert or replace the part with ``part.id``; a replaced part keeps its position."""
         values = [
-            _dumps(getattr(part, name)) if name in _PART_JSON_COLUMNS else getattr(part, name)
+            _dumps(getattr(part, name))
+            if name in _PART_JSON_COLUMNS
+            else storable(getattr(part, name))
             for name in _PART_COLUMNS
         ]
         with self._lock:
@@ -665,6 +679,7 @@ class Store:
         self, *, project: str, permission: str, pattern: str, session_id: str | None = None
     ) -> ApprovalRecord:
         """Remember an approval; an identical existing one is returned instead of a duplicate."""
+        pattern = storable(pattern)
         key = (project, session_id or "", permission, pattern)
         select = (
             f"SELECT {_APPROVAL_FIELDS} FROM approvals WHERE project = ? "
@@ -673,7 +688,7 @@ class Store:
         with self._write() as conn:
             conn.execute(
                 f"INSERT OR IGNORE INTO approvals ({_APPROVAL_FIELDS}) VALUES (?,?,?,?,?,?)",
-                (new_id("apr"), project, session_id, permission, pattern, time.time()),
+                (new_id("apr"), project, session_id, permission, storable(pattern), time.time()),
             )
             row = conn.execute(select, key).fetchone()
         return ApprovalRecord(*row)
@@ -853,7 +868,7 @@ class Store:
     def set_tool_raw(self, id: str, raw: str) -> None:
         """The raw input text of a pending call, as streamed so far."""
         with self._write() as conn:
-            conn.execute("UPDATE tool_parts SET raw = ? WHERE id = ?", (raw, id))
+            conn.execute("UPDATE tool_parts SET raw = ? WHERE id = ?", (storable(raw), id))
 
     def set_compacted(self, ids: list[str], when: float | None = None) -> None:
         """Mark tool outputs as pruned (sent to the model as a placeholder from now on)."""

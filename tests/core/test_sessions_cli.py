@@ -137,7 +137,17 @@ def requests_logged(tmp_path: Path) -> list:
 
 def test_demo_script_runs_real_tools_stores_and_shows(hookcode_env, env):
     project = hookcode_env.project
-    done = cli(env, "run", "--model", "scripted/demo", "--script", str(DEMO), "Fix it", cwd=project)
+    done = cli(
+        env,
+        "run",
+        "--model",
+        "scripted/demo",
+        "--script",
+        str(DEMO),
+        "--yes",
+        "Fix it",
+        cwd=project,
+    )
     assert done.returncode == 0, done.stderr
     assert 'the script now prints "Hello, hookcode!"' in done.stdout
     for line in ("✓ write", "✓ read", "✓ bash", "✓ edit"):

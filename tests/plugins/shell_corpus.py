@@ -154,7 +154,7 @@ CONTROLS: list[str] = [
     "git status && ls",
     "git log --oneline -5; git diff",
     "cd sub && git status",
-    "ls $(git rev-parse --show-toplevel)",
+    "git show $(git rev-parse HEAD)",
     "timeout 5 git status",
     "nohup git fetch &",
     "git status 2>&1",

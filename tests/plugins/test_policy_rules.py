@@ -54,6 +54,7 @@ def test_base_ruleset_in_order(hookcode_env: Any) -> None:
     got = [(r.permission, r.pattern, r.action) for r in base_rules(hookcode_env.data_dir)]
     assert got == [
         ("*", "*", "allow"),
+        ("bash", "*", "ask"),
         ("doom_loop", "*", "ask"),
         ("external_directory", "*", "ask"),
         ("question", "*", "deny"),
@@ -123,7 +124,8 @@ def test_build(runtime: Any) -> None:
     assert decide(runtime, "build", "plan_enter") == "allow"
     assert decide(runtime, "build", "plan_exit") == "deny"
     assert decide(runtime, "build", "edit", "src/a.py") == "allow"
-    assert decide(runtime, "build", "bash", "rm -rf build") == "allow"
+    # shell commands ask (policy_shell, not loaded here, allows the read-only ones)
+    assert decide(runtime, "build", "bash", "rm -rf build") == "ask"
     assert decide(runtime, "build", "todowrite") == "allow"
     assert decide(runtime, "build", "some_custom_tool") == "allow"
 
@@ -153,7 +155,13 @@ def test_general(runtime: Any) -> None:
     assert decide(runtime, "general", "edit", "a.py") == "allow"
 
 
-EXPLORE_ALLOWED = ["grep", "glob", "list", "bash", "webfetch", "websearch", "codesearch", "read"]
+EXPLORE_ALLOWED = ["grep", "glob", "list", "webfetch", "websearch", "codesearch", "read"]
+
+
+def test_explore_asks_for_shell_commands(runtime: Any) -> None:
+    # as every built-in agent: read-only commands are policy_shell's to allow
+    assert decide(runtime, "explore", "bash", "make") == "ask"
+    assert not runtime.ruleset("explore").disabled("bash")
 
 
 @pytest.mark.parametrize("permission", EXPLORE_ALLOWED)
@@ -338,7 +346,7 @@ def test_builtin_agent_overrides_keep_its_defaults(hookcode_env: Any) -> None:
     assert runtime.agent("plan").mode == "primary"
     assert decide(runtime, "plan", "edit", "src/a.py") == "deny"
     assert decide(runtime, "plan", "bash", "ls") == "deny"
-    assert decide(runtime, "build", "bash", "ls") == "allow"
+    assert decide(runtime, "build", "bash", "ls") == "ask"
 
 
 def test_user_rules_override_agent_defaults(hookcode_env: Any) -> None:

@@ -1,14 +1,17 @@
 """The ``bash`` tool: run a shell command (reference/tools.md §12, ARCHITECTURE.md "Shell").
 
-* Permission: the ``shell_analyze`` hook (policy_shell) says which simple commands the line
-  runs and which directories outside the project it touches; each such directory (and a
-  ``workdir`` outside the project) is asked as ``external_directory``, then ``bash`` is asked
-  with one pattern per command. With no analyser the whole line is one opaque pattern: rules
-  may deny it, only a reply allows it.
-* Running: the shell (``[tool.bash] shell``, else ``$SHELL`` unless fish or nu, else bash or
-  sh) in its own session, stdin closed, stdout and stderr in one pipe (arrival order), the
-  environment tagged with ``HOOKCODE_PROC_TOKEN`` and passed through ``shell_env``. Output
-  streams into the truncation layer (head and tail; the spill file holds everything).
+* Permission (:func:`hookcode.shell.shell_asks`): the ``shell_analyze`` hook (policy_shell)
+  says which simple commands the line runs, which directories outside the project it names
+  and which files it reads and writes; the tool asks ``external_directory`` for each outside
+  directory (and an outside ``workdir``), ``read`` for the files it shows, ``edit`` for the
+  protected files it writes, then ``bash`` with one pattern per command. With no analyser
+  the whole line is one opaque pattern: rules may deny it, only a reply allows it.
+* Running: the shell (``[tool.bash] shell``, else bash, else ``$SHELL`` unless fish or nu,
+  else sh: the analysis reads bash's grammar, and a command another shell runs is opaque) in
+  its own session, stdin closed, stdout and stderr in one pipe (arrival order), the
+  environment tagged with ``HOOKCODE_PROC_TOKEN``, passed through ``shell_env`` and given
+  git's ``safe.bareRepository=explicit``. Output streams into the truncation layer (head and
+  tail; the spill file holds everything).
 * Timeout (``timeout`` + 100 ms) and abort kill the whole process tree: SIGTERM, 200 ms, SIGKILL.
 * ``[tool.bash] persistent = true``: one shell per session, so ``cd`` and ``export`` carry over;
   a shell that died is restarted and the model is told. ``shell_env`` runs when a shell
@@ -165,7 +168,7 @@ async def bash(
     else:
         run_dir = ctx.cwd
 
-    await _ask(ctx, command, description, run_dir)
+    await _ask(ctx, command, description, run_dir, shell)
 
     waker = _runner.Waker()
     ctx.abort.add_callback(lambda: waker.fire("abort"))
@@ -183,46 +186,25 @@ async def bash(
         raise
 
 
-async def _ask(ctx: ToolContext, command: str, description: str, run_dir: Path) -> None:
-    """external_directory for each outside directory (and an outside working directory), then
-    ``bash`` with one pattern per simple command (ARCHITECTURE.md, Permissions)."""
+async def _ask(
+    ctx: ToolContext, command: str, description: str, run_dir: Path, shell: str = "bash"
+) -> None:
+    """Everything the command needs before it runs (:func:`hookcode.shell.shell_asks`):
+    ``external_directory``, ``read`` for the files it shows, ``edit`` for the protected files
+    it writes, then ``bash`` with one pattern per simple command."""
     import asyncio
 
-    plugins = ctx.runtime.plugins
-    loop = asyncio.get_running_loop()
-    analysis = await loop.run_in_executor(
-        ctx.runtime.executor,
-        lambda: plugins.call_first("shell_analyze", command=command, cwd=str(run_dir)),
-    )
-    directories: list[str] = []
-    if analysis is not None:
-        for entry in analysis.outside_dirs:
-            entry = str(entry)
-            directories.append(entry[:-2] if entry.endswith("/*") else entry)
-    directories.append(str(run_dir))
-    asked: set[str] = set()
-    for directory in directories:
-        pattern = ctx.external_directory(directory, "directory")
-        if pattern is None or pattern in asked:
-            continue
-        asked.add(pattern)
-        await ctx.ask_external_directory(directory, "directory")
+    from hookcode.shell import shell_asks
 
-    metadata: dict[str, Any] = {"command": command, "description": description}
-    if analysis is None:
-        # nobody could look inside: one opaque pattern, which rules may deny but never allow
-        await ctx.ask("bash", [command], [], {**metadata, "opaque": True})
-        return
-    patterns = list(dict.fromkeys(str(c) for c in analysis.commands))
-    always = list(dict.fromkeys(str(a) for a in analysis.always))
-    if not patterns and not analysis.opaque:
-        return  # only `cd`: nothing to ask (reference §12.5)
-    await ctx.ask(
-        "bash",
-        patterns or [command],
-        always,
-        {**metadata, "opaque": bool(analysis.opaque)},
-    )
+    plugins = ctx.runtime.plugins
+
+    def plan() -> list[Any]:
+        analysis = plugins.call_first("shell_analyze", command=command, cwd=str(run_dir))
+        return shell_asks(ctx, analysis, command, run_dir, shell=shell, description=description)
+
+    asks = await asyncio.get_running_loop().run_in_executor(ctx.runtime.executor, plan)
+    for ask in asks:
+        await ctx.ask(ask.permission, ask.patterns, ask.always, ask.metadata)
 
 
 def _environment(ctx: ToolContext, cwd: Path, token: str) -> dict[str, str]:
@@ -232,7 +214,29 @@ def _environment(ctx: ToolContext, cwd: Path, token: str) -> dict[str, str]:
     env[TOKEN_VAR] = token
     ctx.runtime.plugins.call_each("shell_env", env=env, cwd=str(cwd), ctx=ctx)
     env[TOKEN_VAR] = token  # the tag is not negotiable: the tree kill relies on it
+    git_settings(env)
     return {str(k): str(v) for k, v in env.items()}
+
+
+#: git settings every command runs with: a repository found by walking up from the working
+#: directory must not be a bare one, so a bare repository committed inside a cloned project
+#: (its own ``config`` with ``core.fsmonitor``, diff drivers...) is never used by an allowed
+#: ``git status`` or ``git log`` run in it (git's own ``safe.bareRepository`` hardening)
+GIT_SETTINGS = (("safe.bareRepository", "explicit"),)
+
+
+def git_settings(env: dict[str, str]) -> None:
+    """Add :data:`GIT_SETTINGS` to ``env`` through ``GIT_CONFIG_COUNT``/``KEY_n``/``VALUE_n``,
+    after any the environment already sets (those keep working)."""
+    try:
+        count = int(env.get("GIT_CONFIG_COUNT", "0") or "0")
+    except ValueError:
+        count = 0
+    for key, value in GIT_SETTINGS:
+        env[f"GIT_CONFIG_KEY_{count}"] = key
+        env[f"GIT_CONFIG_VALUE_{count}"] = value
+        count += 1
+    env["GIT_CONFIG_COUNT"] = str(count)
 
 
 class _Job:

@@ -62,18 +62,21 @@ _F_SETPIPE_SZ = 1031
 
 
 def pick_shell(configured: str | None, env: dict[str, str]) -> str:
-    """tools.md §12: ``[tool.bash] shell``, else ``$SHELL`` unless fish or nu, else zsh on
-    macOS, bash (or ``/bin/sh``) on Linux; on Windows Git Bash, else ``cmd.exe``."""
+    """``[tool.bash] shell``, else bash, else ``$SHELL`` unless fish or nu, else ``/bin/sh``;
+    on Windows Git Bash, else ``cmd.exe``. Bash comes before ``$SHELL`` (the reference's
+    order is the other way round): the permission policy reads commands with bash's grammar,
+    and a command run by another shell (zsh, say) is opaque to it."""
     if configured:
         return configured
     if sys.platform == "win32":  # pragma: no cover - not tested here
         return shutil.which("bash") or env.get("COMSPEC", "cmd.exe")
+    bash = shutil.which("bash", path=env.get("PATH"))
+    if bash:
+        return bash
     shell = env.get("SHELL")
     if shell and os.path.basename(shell) not in ("fish", "nu") and shutil.which(shell):
         return shell
-    if sys.platform == "darwin":  # pragma: no cover
-        return "/bin/zsh"
-    return shutil.which("bash") or "/bin/sh"
+    return "/bin/sh"
 
 
 def one_shot_argv(shell: str, command: str) -> list[str]:

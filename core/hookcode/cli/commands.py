@@ -256,81 +256,16 @@ def register(app: typer.Typer, state: CliState) -> None:
         agent: str = typer.Option(None, "--agent", help="Agent (default: the default agent)."),
         as_json: bool = typer.Option(False, "--json", help=JSON_HELP),
     ) -> None:
-        """Show the decision for PERMISSION on PATTERN and the rule that made it."""
-        from hookcode.permission import PermissionRequest
+        """Show the decision for PERMISSION on PATTERN and the rule that made it (for bash:
+        every request the command needs, and why it is opaque when it is)."""
+        from hookcode.cli.explain import explain
 
         rt = runtime()
         try:
             spec = rt.agent(agent)
         except HookcodeError as exc:
             raise fail(str(exc)) from None
-        ruleset = rt.ruleset(spec.name, None)
-        patterns, metadata, analysis = [pattern], {}, None
-        if permission == "bash":
-            # a shell command is judged by the simple commands it runs (shell_analyze hook)
-            analysis = rt.plugins.call_first("shell_analyze", command=pattern, cwd=str(rt.cwd))
-            if analysis is not None:
-                patterns = list(analysis.commands)
-                metadata = {"opaque": analysis.opaque}
-            else:
-                metadata = {"opaque": True}
-        request = PermissionRequest(
-            id="explain",
-            session_id="",
-            permission=permission,
-            patterns=patterns,
-            always=patterns,
-            metadata=metadata,
-            agent=spec.name,
-            tool={},
-            ruleset=ruleset,
-            cwd=str(rt.cwd),
-            worktree=str(rt.worktree),
-        )
-        vote = rt.permissions.vote(request)
-        decisions = [ruleset.decide_one(permission, p) for p in patterns]
-        single = len(decisions) == 1 and decisions[0].pattern == pattern
-        data = {
-            "permission": permission,
-            "pattern": pattern,
-            "agent": spec.name,
-            "decision": vote.action,
-            "rule": decisions[0].rule.to_dict() if single and decisions[0].rule else None,
-            "commands": [
-                {
-                    "pattern": d.pattern,
-                    "action": d.action,
-                    "rule": d.rule.to_dict() if d.rule else None,
-                }
-                for d in decisions
-            ],
-            "opaque": bool(metadata.get("opaque")),
-            "outside_dirs": list(analysis.outside_dirs) if analysis is not None else [],
-            "reason": vote.reason,
-            "votes": {name: v.action for name, v in request.votes.items()},
-        }
-        if as_json:
-            print_json(data)
-            return
-        typer.echo(f"{vote.action}  ({permission} {pattern!r}, agent {spec.name})")
-        for d in decisions:
-            rule = d.rule
-            where = (
-                f"{rule.permission} {rule.pattern!r} {rule.action}  [{rule.source}]"
-                if rule
-                else "none matched (ask)"
-            )
-            typer.echo(("rule: " if single else f"  {d.pattern!r}: {d.action} by ") + where)
-        if metadata.get("opaque"):
-            typer.echo(
-                "opaque: the command could not be analysed completely; rules cannot allow it"
-            )
-        if analysis is not None and analysis.outside_dirs:
-            typer.echo("outside the project: " + ", ".join(analysis.outside_dirs))
-        if request.votes:
-            typer.echo("votes: " + ", ".join(f"{k}={v.action}" for k, v in request.votes.items()))
-        else:
-            typer.echo("votes: none (no policy plugin voted, so the answer is ask)")
+        explain(rt, spec.name, permission, pattern, as_json=as_json)
 
     @perm_app.command("list")
     def permissions_list(as_json: bool = typer.Option(False, "--json", help=JSON_HELP)) -> None:

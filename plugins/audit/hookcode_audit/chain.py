@@ -112,7 +112,8 @@ class AuditLog:
                         separators=(",", ":"),
                         default=str,
                     )
-                    encoded = line.encode("utf-8")
+                    # a lone surrogate (a byte that was not UTF-8) is written as "?"
+                    encoded = line.encode("utf-8", "replace")
                     # a cut last line stays as it is (verify reports it); we start a new line
                     data = (b"" if complete else b"\n") + encoded + b"\n"
                     self._head = None

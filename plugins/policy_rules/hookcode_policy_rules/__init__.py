@@ -31,6 +31,8 @@ def base_rules(data_dir: Path) -> list[Rule]:
     src = "agent:base"
     return [
         Rule("*", "*", "allow", src),
+        # shell commands ask; policy_shell's default rules allow the read-only ones
+        Rule("bash", "*", "ask", src),
         Rule("doom_loop", "*", "ask", src),
         Rule("external_directory", "*", "ask", src),
         Rule("question", "*", "deny", src),
@@ -55,7 +57,7 @@ def builtin_agents(data_dir: Path) -> list[AgentSpec]:
     def rules(name: str, *extra: tuple[str, str, str]) -> list[Rule]:
         return [*base, *(Rule(p, pat, cast("Action", a), f"agent:{name}") for p, pat, a in extra)]
 
-    explore_allow = ("grep", "glob", "list", "bash", "webfetch", "websearch", "codesearch", "read")
+    explore_allow = ("grep", "glob", "list", "webfetch", "websearch", "codesearch", "read")
     return [
         AgentSpec(
             name="build",
@@ -97,6 +99,7 @@ def builtin_agents(data_dir: Path) -> list[AgentSpec]:
                 "explore",
                 ("*", "*", "deny"),
                 *((name, "*", "allow") for name in explore_allow),
+                ("bash", "*", "ask"),
                 ("external_directory", "*", "ask"),
             ),
         ),
@@ -128,15 +131,26 @@ def agent(config: Any, data_dir: Path) -> list[AgentSpec]:
 @hookimpl
 def permission_ask(request: PermissionRequest) -> Vote | Action:
     """Last match wins per pattern; deny if any pattern is denied, allow only if every one is
-    allowed. A request marked ``opaque`` (a shell command nobody could see through) may be
-    denied by the rules but never allowed by them."""
-    decision = request.ruleset.evaluate(request.permission, request.patterns)
+    allowed. A request marked ``opaque`` (a shell command the analysis could not fully see
+    through) is never allowed by the rules: the rule that matches the bare ``*`` pattern of
+    its permission decides between deny and ask."""
+    ruleset = request.ruleset
+    decision = ruleset.evaluate(request.permission, request.patterns)
     if decision.action == "deny":
         from hookcode.permission import Vote, deny_message
 
-        return Vote("deny", deny_message(request.ruleset.matching(request.permission)))
-    if decision.action == "allow" and request.metadata.get("opaque"):
+        return Vote("deny", deny_message(ruleset.matching(request.permission)))
+    if request.metadata.get("opaque"):
         from hookcode.permission import Vote
 
-        return Vote("ask", "the command could not be analysed completely, so rules cannot allow it")
+        reasons = "; ".join(request.metadata.get("reasons") or []) or "it could not be analysed"
+        catch_all = ruleset.last_match(request.permission, "*")
+        if catch_all is not None and catch_all.action == "deny":
+            return Vote(
+                "deny",
+                f"The command could not be analysed completely ({reasons}), and the rule "
+                f"{request.permission} {catch_all.pattern!r} = deny ({catch_all.source}) "
+                "denies what cannot be analysed.",
+            )
+        return Vote("ask", f"the command could not be analysed completely: {reasons}")
     return decision.action  # a plain vote, without a reason

@@ -2,21 +2,26 @@
 
 * ``shell_analyze(command, cwd)`` parses a command with tree-sitter-bash (imported on first
   use) and reports the simple commands it runs, their "always" prefixes, the directories
-  outside the project it touches, and whether anything could not be seen through
-  (analyze.py has the details). The bash tool asks ``external_directory`` for the outside
-  directories and ``bash`` with the commands as patterns; ``policy_rules`` judges each.
-* The ``strict`` profile (``[tool.bash] profile = "strict"``): the Go reference's lists as
-  default rules (``permission_defaults``), so explicit ``[permission]`` rules still win:
-  network and browser commands are denied, read-only commands allowed (reference/
-  permissions.md §11, "ours"). Rules match case-sensitively; ``permission_ask`` also denies a
-  banned command spelled in another case (``CURL``) unless a rule of the user allows it, and
-  votes ``ask`` when a strict allow rule would let a command write a file through an output
-  redirection.
+  outside the project it touches, the files it reads and writes, the patterns proven
+  read-only, and whether anything is outside the understood subset (analyze.py has the
+  rule). The bash tool asks ``external_directory``, ``read`` and (for protected files)
+  ``edit`` for those paths, and ``bash`` with the commands as patterns; ``policy_rules``
+  judges each.
+* Default rules (``permission_defaults``): the read-only commands (``READ_ONLY_ALLOW``: ``ls``,
+  ``cat``, ``grep``, ``git status``, ... the strict profile's safe list) are allowed for every
+  agent that does not close ``bash``; the agents' own ``bash = ask`` covers the rest. A user's
+  ``bash = "allow"`` in ``[permission]`` comes later and restores allow-all.
+* ``permission_ask``: an allow that comes from those default rules holds only for a pattern the
+  analysis proved read-only (no output redirection to a file, no option that writes or runs a
+  program); otherwise the vote is ``ask``.
+* The ``strict`` profile (``[tool.bash] profile = "strict"``) adds the Go reference's banned
+  network and browser commands as deny rules (reference/permissions.md §11, "ours"); rules
+  match case-sensitively, so ``permission_ask`` also denies a banned command spelled in
+  another case (``CURL``) unless a rule of the user allows it.
 """
 
 from __future__ import annotations
 
-from functools import lru_cache
 from typing import TYPE_CHECKING, Any
 
 from hookcode import hookimpl
@@ -25,6 +30,8 @@ if TYPE_CHECKING:  # imported where used: start-up does not load the permission 
     from hookcode.permission import PermissionRequest, Rule, ShellAnalysis, Vote
 
 __all__ = [
+    "READ_ONLY_ALLOW",
+    "READ_ONLY_SOURCE",
     "STRICT_ALLOW",
     "STRICT_ASK",
     "STRICT_BANNED",
@@ -32,10 +39,12 @@ __all__ = [
     "permission_ask",
     "permission_defaults",
     "profile_of",
+    "read_only_rules",
     "shell_analyze",
     "strict_rules",
 ]
 
+READ_ONLY_SOURCE = "plugin:policy_shell (read-only commands)"
 STRICT_SOURCE = "plugin:policy_shell (strict profile)"
 
 #: the Go reference's banned commands, plus the names httpie, netcat and Chrome install as
@@ -66,7 +75,9 @@ STRICT_BANNED = [
     "chromium-browser",
 ]
 
-#: the read-only part of the Go reference's safe list (``N *`` also matches bare ``N``)
+#: the read-only part of the Go reference's safe list, and read-only readers of ours
+#: (``N *`` also matches bare ``N``); an allow by these holds only for a command the analysis
+#: proved read-only (see ``permission_ask``)
 STRICT_ALLOW = [
     *(
         f"{name} *"
@@ -91,6 +102,39 @@ STRICT_ALLOW = [
             "du",
             "free",
             "ps",
+            # readers (ours): they show files, so the read rules apply to their arguments
+            "cat",
+            "head",
+            "tail",
+            "wc",
+            "grep",
+            "egrep",
+            "fgrep",
+            "rg",
+            "find",
+            "tree",
+            "stat",
+            "file",
+            "basename",
+            "dirname",
+            "realpath",
+            "readlink",
+            "diff",
+            "cmp",
+            "sort",
+            "uniq",
+            "cut",
+            "tr",
+            "nl",
+            "tac",
+            "md5sum",
+            "sha1sum",
+            "sha256sum",
+            "sha512sum",
+            "true",
+            "false",
+            "test",
+            "[",
         ]
     ),
     *(
@@ -149,6 +193,7 @@ STRICT_ALLOW = [
 ]
 
 #: exceptions to the allow rules (later rules win): options that write files or run programs
+#: (the analysis finds these and more; the rules make ``permissions explain`` say so)
 STRICT_ASK = [
     "git * --output*",
     "git grep *-O*",
@@ -162,6 +207,19 @@ STRICT_ASK = [
 ]
 
 
+READ_ONLY_ALLOW = STRICT_ALLOW
+
+
+def read_only_rules(source: str = READ_ONLY_SOURCE) -> list[Rule]:
+    """The read-only commands as allow rules, then the asks that override those allows."""
+    from hookcode.permission import Rule
+
+    return [
+        *(Rule("bash", pattern, "allow", source) for pattern in READ_ONLY_ALLOW),
+        *(Rule("bash", pattern, "ask", source) for pattern in STRICT_ASK),
+    ]
+
+
 def strict_rules() -> list[Rule]:
     """The strict profile as rules: everything asks, banned commands are denied, read-only
     ones allowed, then the asks that override those allows (the last match wins)."""
@@ -170,8 +228,7 @@ def strict_rules() -> list[Rule]:
     return [
         Rule("bash", "*", "ask", STRICT_SOURCE),
         *(Rule("bash", f"{name} *", "deny", STRICT_SOURCE) for name in STRICT_BANNED),
-        *(Rule("bash", pattern, "allow", STRICT_SOURCE) for pattern in STRICT_ALLOW),
-        *(Rule("bash", pattern, "ask", STRICT_SOURCE) for pattern in STRICT_ASK),
+        *read_only_rules(STRICT_SOURCE),
     ]
 
 
@@ -201,43 +258,46 @@ def shell_analyze(command: str, cwd: str) -> ShellAnalysis:
 def permission_defaults(agent: Any, config: Any) -> list[Rule]:
     if profile_of(config) == "strict":
         return strict_rules()
-    return []
+    return read_only_rules()
 
 
-@lru_cache(maxsize=1024)
-def _writes_output(pattern: str) -> bool:
-    from hookcode_policy_shell.analyze import writes_output
-
-    return writes_output(pattern)
+#: the sources whose allow rules hold only for read-only commands
+_READ_ONLY_SOURCES = (READ_ONLY_SOURCE, STRICT_SOURCE)
 
 
 @hookimpl
 def permission_ask(request: PermissionRequest) -> Vote | None:
-    """Only for ``bash`` requests whose rules include the strict profile."""
+    """For ``bash`` requests: an allow by the read-only default rules holds only for a pattern
+    the analysis proved read-only; in the strict profile a banned command spelled in another
+    case is denied."""
     if request.permission != "bash":
         return None
     ruleset = request.ruleset
-    if not any(rule.source == STRICT_SOURCE for rule in ruleset.rules):
-        return None
+    read_only = set(request.metadata.get("read_only") or ())
+    strict = None
     for pattern in request.patterns:
         decision = ruleset.decide_one("bash", pattern)
         rule = decision.rule
         if (
             decision.action == "allow"
             and rule is not None
-            and rule.source == STRICT_SOURCE
-            and _writes_output(pattern)
+            and rule.source in _READ_ONLY_SOURCES
+            and pattern not in read_only
         ):
             from hookcode.permission import Vote
 
             return Vote(
                 "ask",
-                f"{pattern!r} redirects output to a file: the strict profile never allows "
-                "that by itself",
+                f"{pattern!r} is not proven read-only (it may write a file or run another "
+                "program): the default rules allow read-only commands only",
             )
         name, space, rest = pattern.partition(" ")
         lowered = name.lower()
         if lowered != name and lowered in STRICT_BANNED:
+            if strict is None:
+                strict = any(r.source == STRICT_SOURCE for r in ruleset.rules)
+            if not strict:
+                continue
             other = ruleset.decide_one("bash", lowered + space + rest)
             if (
                 other.action == "deny"

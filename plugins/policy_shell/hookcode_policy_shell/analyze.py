@@ -1,98 +1,123 @@
 """The shell analyser: what a bash command runs, as the permission system needs to know it.
 
 ``analyze(command, cwd)`` parses the command with tree-sitter-bash and returns a
-:class:`~hookcode.permission.ShellAnalysis`:
+:class:`~hookcode.permission.ShellAnalysis`. The rule it follows:
+
+    **A command is judged only if every node of its tree is in the understood subset.**
+
+Anything else makes the command *opaque*, with a reason: the rules can deny an opaque command
+(the patterns that could be seen are still reported) but never allow it. The understood subset:
+
+* lists, pipelines, ``!``, subshells, ``{ }`` groups, if/while/until/for/select/case, comments;
+* simple commands whose name is static, with static or expanded arguments, prefix assignments,
+  redirections to files or file descriptors, here-strings, and here-documents whose delimiter
+  is a plain word that bash and the parser end at the same line;
+* words: literal text, quotes (``'' "" $''``), ``$name``/``${name}`` and ``${name OP text}``
+  with a plain operand, ``$(...)``, backticks (re-read the way bash reads them, nested ones
+  included), ``<(...)``/``>(...)``, arithmetic of numbers and operators only, globs, braces,
+  tilde;
+* assignments to variables that do not change what runs.
+
+Outside the subset (opaque): parse errors and anything tree-sitter may read differently from
+bash (carriage returns, NUL and control characters, invalid UTF-8, unusual blanks, ``ERROR`` or
+``MISSING`` nodes, an expansion or backtick the parser took for text, here-documents it ends
+elsewhere); expansions that assign, indirect, transform (``${x@P}``) or evaluate arithmetic;
+arithmetic with names (``$((x))``, ``(( ))``, ``let``, ``[[ a -eq b ]]``, ``[[ -v a[i] ]]``: a
+name's value is evaluated in turn and can run commands); command substitution inside a
+here-document; assignments (``for``, ``read``, ``export``, ``declare``, ``printf -v``,
+prefixes...) to variables that change what runs (``PATH``, ``HOME``, ``BASH_ENV``, ``IFS``,
+``LD_*``, ``PYTHON*``, ``GIT_*``, ``PAGER``, ``EDITOR``, ...; see :mod:`.commands`); shell
+options that read startup files or change parsing (``bash -i``, ``-l``, ``--rcfile``,
+``shopt -s``, ``set -k``); functions, aliases, ``enable``, ``hash -p``, ``coproc``; a command
+name or sub-command that is not static; strings run by a shell that is not bash or sh;
+a path that a file command reads or writes and that cannot be resolved statically; commands
+that write files named inside their input (``tar x``, ``unzip``, ``patch``).
+
+What the analysis reports:
 
 * ``commands``: one pattern per simple command anywhere in the tree (lists, pipelines,
-  subshells, ``$(...)`` and backticks, ``<(...)``/``>(...)``, bodies of if/while/for/case and
-  functions, statement-level assignments, ``export``/``declare``/``unset``), de-duplicated, in
-  order; ``cd`` is left out. Wrappers (sudo, doas, env, nohup, timeout, nice, time, command,
-  exec, builtin, stdbuf, ionice, setsid, coproc, xargs, watch) are seen through, and the
-  strings given to ``bash -c``/``sh -c``/``zsh -c``/``eval``/``trap``/``sudo -s``/``env -S``,
-  alias values, here-documents and here-strings fed to a shell, and the commands of
-  ``find -exec/-execdir/-ok/-okdir`` are parsed as commands too. The pattern is the command
-  with its wrappers stripped, its name unquoted (``r""m``, ``\\rm``, ``'rm'``, ``$'\\x72m'``
-  are all ``rm``) and reduced to its basename when it lives in a system ``bin`` directory
-  (``/bin/rm`` -> ``rm``), its static arguments unquoted (unless they hold blanks or shell
-  metacharacters), and its redirections appended. ``sudo``/``doas`` and environment
-  assignments (``FOO=1 cmd``, ``env FOO=1 cmd``) change what a command does, so their full
-  form is a pattern as well; a command run by a path outside the system directories
-  (``./ls``) keeps its spelled form as a pattern beside the basename one.
+  substitutions, bodies, strings given to ``bash -c``/``eval``/``trap``/``find -exec``/...),
+  wrappers (sudo, env, timeout, nice, xargs, ...) seen through, the name unquoted and reduced to
+  its basename when it lives in a system ``bin`` directory, redirections appended. A prefix
+  assignment or a privilege wrapper keeps its full form as a pattern too.
 * ``always``: the arity prefix (arity.py) of each pattern plus `` *``.
-* ``outside_dirs``: for ``cd pushd rm cp mv mkdir touch chmod chown cat tee`` every argument
-  not starting with ``-`` (nor ``+`` for chmod; the value of ``--opt=value``), and every
-  redirection target, resolved (symlinks, ``..``; a missing path by its nearest existing
-  ancestor) against every directory the command may be in by then (``cd`` is tracked
-  conservatively: each ``cd`` adds a possible directory, it never removes one), when it is
-  not inside the project (cwd, or its git worktree unless that is ``/``): the directory
-  itself, or its parent for a file.
-* ``opaque`` + ``reasons``: whatever could not be seen through: a parse error, a command name
-  that is not static (``$X``, ``$(echo rm)``, a glob or brace expansion), a dynamic token
-  that decides the subcommand (``git $X``), a path of a file command or a redirection that
-  cannot be resolved statically (``rm $X``, ``> $OUT``, ``~nobody``, ``{a,b}``), function and
-  alias definitions, a shell reading commands from its standard input, a ``-c`` string or an
-  ``eval`` that is not static, ``git -c``, here-documents with expansions fed to a shell.
+* ``outside_dirs``: directories outside the project that a path argument or redirection
+  names (symlinks followed, dangling ones too; ``cd`` tracked conservatively).
+* ``reads``: files whose contents a command shows or copies (``cat``, ``grep``, ``<``, ``cp``'s
+  sources, any existing file given to an unknown program); ``DIR/**`` for a recursive read.
+* ``writes``: files a command creates, changes or deletes (redirections, ``tee``, ``cp``/``mv``
+  targets, ``rm``, ``git config`` ...); ``DIR/**`` for a recursive write.
+* ``read_only``: the patterns proven read-only (a command of the read-only list, no option that
+  writes or runs a program, no output redirection to a file).
+* ``opaque`` and ``reasons``.
 """
 
 from __future__ import annotations
 
-import os
 import re
-from pathlib import Path
 from typing import Any
 
-from hookcode.configfiles import find_worktree
-from hookcode.fileio import realpath_nearest
 from hookcode.permission import ShellAnalysis
 
 from hookcode_policy_shell import arity
-
-__all__ = ["FILE_COMMANDS", "analyze", "parse", "writes_output"]
-
-#: commands whose path arguments are checked against the project
-FILE_COMMANDS = frozenset(
-    ["cd", "pushd", "rm", "cp", "mv", "mkdir", "touch", "chmod", "chown", "cat", "tee"]
+from hookcode_policy_shell.commands import (
+    NONE,
+    READ,
+    READ_ONLY,
+    SPECS,
+    WRITE,
+    Spec,
+    sensitive_variable,
 )
-#: shells whose ``-c`` string (or here-document) is parsed as commands
-SHELLS = frozenset(["bash", "sh", "zsh", "dash", "ksh", "mksh", "ash", "fish"])
+from hookcode_policy_shell.paths import SPECIAL_FILES, Places
+from hookcode_policy_shell.programs import judge
+from hookcode_policy_shell.words import (
+    BRACE,
+    Word,
+    ansi_c,
+    arithmetic_is_static,
+    backtick_body,
+    double_quoted_problem,
+    expansion_choices,
+    expansion_problem,
+    heredoc_body_problem,
+    heredoc_delimiter,
+    input_problem,
+    unescape_double,
+    unescape_word,
+    unquoted_problem,
+)
+from hookcode_policy_shell.wrappers import DONE, REDIRECTS, WRAPPERS
+
+__all__ = ["Analysis", "analyze", "parse"]
+
+# fmt: off
 #: directories whose programs are judged by their basename alone
-SYSTEM_BIN = frozenset(
-    [
-        "/bin",
-        "/sbin",
-        "/usr/bin",
-        "/usr/sbin",
-        "/usr/local/bin",
-        "/usr/local/sbin",
-        "/opt/homebrew/bin",
-        "/usr/libexec",
-        "/run/current-system/sw/bin",
-    ]
+SYSTEM_BIN = frozenset([
+    "/bin", "/sbin", "/usr/bin", "/usr/sbin", "/usr/local/bin", "/usr/local/sbin",
+    "/opt/homebrew/bin", "/usr/libexec", "/run/current-system/sw/bin",
+])
+OUTPUT_OPERATORS = frozenset((">", ">>", "&>", "&>>", ">|", ">&", "&>|"))
+INPUT_OPERATORS = frozenset(("<",))
+#: bash's reserved words: seen where a command name should be, the parser and bash disagree
+RESERVED = frozenset([
+    "{", "}", "!", "[[", "]]", "case", "do", "done", "elif", "else", "esac", "fi", "for",
+    "function", "if", "in", "select", "then", "until", "while", "((", "))",
+])
+# fmt: on
+#: wrappers whose own form stays a pattern beside what they run (they change privileges)
+OUTER = frozenset({"sudo", "doas"})
+#: in a loop body, what may assign a variable behind the analysis's back (or run code that
+#: may): the builtins that assign by name, and sourcing a file
+_MAY_ASSIGN = re.compile(
+    r"\b(read|mapfile|readarray|printf|getopts|declare|typeset|local|export|unset|eval|source|"
+    r"let|wait)\b|(^|[\s;&|(])\.\s"
 )
-#: redirection targets that are never "outside the project"
-SPECIAL_FILES = frozenset(
-    [
-        "/dev/null",
-        "/dev/stdout",
-        "/dev/stderr",
-        "/dev/stdin",
-        "/dev/tty",
-        "/dev/zero",
-        "/dev/random",
-        "/dev/urandom",
-    ]
-)
-OUTPUT_OPERATORS = frozenset((">", ">>", "&>", "&>>", ">|", "<>", ">&"))
-#: characters that make an unquoted static argument keep its quotes in a pattern
-_KEEP_QUOTED = re.compile(r"[\s;&|<>()`$\"'\\*?\[\]{}#~!]")
-_BRACE = re.compile(r"\{[^{}]*(,|\.\.)[^{}]*\}")
-_GLOB = re.compile(r"[*?\[]")
+_BLANKS = re.compile(r"[ \t\n]")
+#: combinations of a loop variable's values inside one word that are followed
+MAX_COMBINATIONS = 64
 #: how deeply strings given to shells are parsed
 MAX_DEPTH = 8
-#: how many possible working directories are followed; past that, only the first ones are,
-#: and a relative path that climbs (``..``) is opaque (or any relative path, when one of the
-#: dropped directories was outside the project)
-MAX_CWDS = 8
 
 _parser: Any = None
 
@@ -112,155 +137,28 @@ def _text(node: Any) -> str:
     return node.text.decode("utf-8", "surrogateescape")
 
 
-# ---------------------------------------------------------------------------------------------
-# words: static values
-# ---------------------------------------------------------------------------------------------
-
-
-class Word:
-    """One token of a command: its source text, and its value when it is static.
-
-    ``mask`` is the value with every quoted or escaped character replaced by NUL, so glob,
-    brace and tilde characters that the shell would expand can be told apart."""
-
-    __slots__ = ("mask", "node", "text", "value")
-
-    def __init__(self, text: str, value: str | None, mask: str = "", node: Any = None) -> None:
-        self.text = text
-        self.value = value
-        self.mask = mask
-        self.node = node
-
-    @property
-    def static(self) -> bool:
-        return self.value is not None
-
-    @property
-    def expands(self) -> bool:
-        """Glob, brace or tilde expansion would change the value."""
-        m = self.mask
-        return bool(_GLOB.search(m) or _BRACE.search(m) or m.startswith("~"))
-
-    def pattern_text(self) -> str:
-        if self.value is None:
-            return self.text
-        if self.value and not _KEEP_QUOTED.search(self.value):
-            return self.value
-        return self.text
-
-
-def _unescape_word(text: str) -> tuple[str, str]:
-    out: list[str] = []
-    mask: list[str] = []
-    i = 0
-    while i < len(text):
-        c = text[i]
-        if c == "\\" and i + 1 < len(text):
-            out.append(text[i + 1])
-            mask.append("\0")
-            i += 2
-            continue
-        out.append(c)
-        mask.append(c)
-        i += 1
-    return "".join(out), "".join(mask)
-
-
-def _unescape_double(text: str) -> str:
-    return re.sub(r"\\([$`\"\\\n])", lambda m: "" if m.group(1) == "\n" else m.group(1), text)
-
-
-_ANSI = {"n": "\n", "t": "\t", "r": "\r", "a": "\a", "b": "\b", "e": "\x1b", "E": "\x1b",
-         "f": "\f", "v": "\v", "\\": "\\", "'": "'", '"': '"', "?": "?"}  # fmt: skip
-
-
-def _ansi_c(body: str) -> str | None:
-    out: list[str] = []
-    i = 0
-    while i < len(body):
-        c = body[i]
-        if c != "\\" or i + 1 >= len(body):
-            out.append(c)
-            i += 1
-            continue
-        e = body[i + 1]
-        if e in _ANSI:
-            out.append(_ANSI[e])
-            i += 2
-        elif e in "xuU":
-            limit = {"x": 2, "u": 4, "U": 8}[e]
-            m = re.match(rf"[0-9a-fA-F]{{1,{limit}}}", body[i + 2 :])
-            if not m:
-                return None
-            out.append(chr(int(m.group(0), 16)))
-            i += 2 + len(m.group(0))
-        elif e in "01234567":
-            m = re.match(r"[0-7]{1,3}", body[i + 1 :])
-            assert m is not None
-            out.append(chr(int(m.group(0), 8) & 0xFF))
-            i += 1 + len(m.group(0))
-        elif e == "c":
-            return None  # control characters: not worth guessing
-        else:
-            out.append("\\" + e)
-            i += 2
-    return "".join(out)
-
-
-def word(node: Any) -> Word:
-    """The :class:`Word` of an argument / command-name node."""
-    value, mask = _value(node)
-    return Word(_text(node), value, mask if value is not None else "", node)
-
-
-def _value(node: Any) -> tuple[str | None, str]:
-    kind = node.type
-    if kind == "word":
-        return _unescape_word(_text(node))
-    if kind == "number":
-        text = _text(node)
-        return text, text
-    if kind == "raw_string":
-        body = _text(node)[1:-1]
-        return body, "\0" * len(body)
-    if kind == "string":
-        parts: list[str] = []
-        for child in node.named_children:
-            if child.type != "string_content":
-                return None, ""
-            parts.append(_unescape_double(_text(child)))
-        body = "".join(parts)
-        return body, "\0" * len(body)
-    if kind == "ansi_c_string":
-        decoded = _ansi_c(_text(node)[2:-1])
-        if decoded is None:
-            return None, ""
-        return decoded, "\0" * len(decoded)
-    if kind in ("concatenation", "command_name"):
-        values: list[str] = []
-        masks: list[str] = []
-        for child in node.named_children:
-            value, mask = _value(child)
-            if value is None:
-                return None, ""
-            values.append(value)
-            masks.append(mask)
-        if kind == "concatenation" and len(node.children) != len(node.named_children):
-            return None, ""  # anonymous pieces we do not model
-        return "".join(values), "".join(masks)
-    return None, ""
+def analyze(command: str, cwd: str) -> ShellAnalysis:
+    """Analyse ``command`` as bash would run it in ``cwd`` (see the module docstring)."""
+    analysis = Analysis(cwd)
+    if command.strip():
+        analysis.source(command)
+    return analysis.result()
 
 
 # ---------------------------------------------------------------------------------------------
-# the analysis
+# line continuations
 # ---------------------------------------------------------------------------------------------
 
 
-def _join_continuations(source: str) -> str | None:
-    """``source`` with every backslash-newline the shell would remove removed (tree-sitter
-    splits ``r\\<newline>m`` into two words where bash sees ``rm``); None when there is none."""
+def _join_continuations(source: str) -> tuple[str | None, str | None]:
+    """(``source`` with every backslash-newline that bash removes removed, or None when there
+    is none; a reason when one sits where bash's handling is not modelled).
+
+    Bash removes a backslash-newline everywhere except inside single quotes, ``$'...'``,
+    comments and the bodies of here-documents with a quoted delimiter; tree-sitter instead
+    splits ``r\\<newline>m`` into two words."""
     if "\\\n" not in source:
-        return None
+        return None, None
     tree = parse(source)
     data = source.encode("utf-8", "surrogateescape")
     cut: list[int] = []
@@ -269,127 +167,699 @@ def _join_continuations(source: str) -> str | None:
             continue
         at = m.end() - 2
         node = tree.root_node.descendant_for_byte_range(at, at + 1)
-        skip = False
+        keep = False
         while node is not None:
-            if node.type in ("raw_string", "comment", "heredoc_body", "ansi_c_string"):
-                skip = True
+            if node.type in ("raw_string", "ansi_c_string", "comment"):
+                keep = True
                 break
+            if node.type == "heredoc_redirect":
+                start = next((c for c in node.children if c.type == "heredoc_start"), None)
+                parsed = heredoc_delimiter(_text(start)) if start is not None else None
+                if parsed is not None and parsed[1]:
+                    keep = True  # a quoted delimiter: the body is literal
+                    break
+                return None, "a backslash-newline inside a here-document"
             node = node.parent
-        if not skip:
+        if not keep:
             cut.append(at)
     if not cut:
-        return None
+        return None, None
     out = bytearray()
     last = 0
     for at in cut:
         out += data[last:at]
         last = at + 2
     out += data[last:]
-    return out.decode("utf-8", "surrogateescape")
+    return out.decode("utf-8", "surrogateescape"), None
 
 
-class _Analysis:
+# ---------------------------------------------------------------------------------------------
+# the analysis
+# ---------------------------------------------------------------------------------------------
+
+
+class Analysis:
+    """One analysis: the state of the walk and what it found."""
+
     def __init__(self, cwd: str) -> None:
-        self.cwd = str(realpath_nearest(Path(os.path.abspath(cwd))))
-        self.worktree = str(find_worktree(Path(self.cwd)))
-        #: the directories the command may be in at this point of the walk
-        self.cwds: list[str] = [self.cwd]
-        self.cwd_known = True
-        self.overflow = False
-        self._resolved: dict[tuple[str, str], list[str]] = {}
+        self.places = Places(cwd, self.opaque)
         self.commands: dict[str, None] = {}
         self.always: dict[str, None] = {}
-        self.outside: dict[str, None] = {}
         self.reasons: dict[str, None] = {}
+        self.read_only: dict[str, None] = {}
+        #: inside ``find -exec``: find's starting points (what ``{}`` stands for)
+        self.found: list[Word] | None = None
+        #: loop variables whose values are known, inside their loops
+        self.loops: dict[str, list[str]] = {}
+        #: every simple command seen: (name, argument values; None for a dynamic one)
+        self.seen: list[tuple[str, tuple[str | None, ...]]] = []
 
     def result(self) -> ShellAnalysis:
         return ShellAnalysis(
             commands=list(self.commands),
             always=list(self.always),
-            outside_dirs=list(self.outside),
+            outside_dirs=list(self.places.outside),
             opaque=bool(self.reasons),
             reasons=list(self.reasons),
+            reads=list(self.places.reads),
+            writes=list(self.places.writes),
+            read_only=[p for p in self.read_only if p in self.commands],
         )
 
     def opaque(self, reason: str) -> None:
         self.reasons.setdefault(reason, None)
 
-    # -- parsing --------------------------------------------------------------------------
+    # -- sources ----------------------------------------------------------------------------
     def source(self, source: str, depth: int = 0) -> None:
+        """Analyse a command text (the whole command, or a string some command runs)."""
         if depth > MAX_DEPTH:
             self.opaque("commands nested too deeply to follow")
             return
-        joined = _join_continuations(source)
+        problem = input_problem(source)
+        if problem is not None:
+            self.opaque(f"the command may be read differently by bash: {problem}")
+        joined, why = _join_continuations(source)
+        if why is not None:
+            self.opaque(f"the command may be read differently by bash: {why}")
         if joined is not None:
             source = joined
         tree = parse(source)
-        if tree.root_node.has_error:
+        root = tree.root_node
+        if root.has_error:
             self.opaque("the command could not be parsed")
+        else:
+            ignored = _ignored_text(root, source.encode("utf-8", "surrogateescape"))
+            if ignored is not None:
+                self.opaque(
+                    f"the parser skipped {ignored!r}, which bash reads (a backslash before a "
+                    "blank, say): they would not see the same command"
+                )
         if depth == 0:
-            self.walk(tree.root_node, depth)
+            self.block(root, depth)
             return
         # a string run by another shell (or eval'ed in this one): its `cd`s may or may not
         # outlive it, so afterwards every directory it may have left counts as well
-        before = list(self.cwds)
-        self.walk(tree.root_node, depth)
-        self.cwds = _union(before, self.cwds)
+        before = list(self.places.cwds)
+        self.block(root, depth)
+        self.places.cwds = list(dict.fromkeys([*before, *self.places.cwds]))
 
-    def walk(self, node: Any, depth: int) -> None:
-        kind = node.type
-        if kind == "command":
-            self.command(node, depth)
-        elif kind == "function_definition":
-            name = node.child_by_field_name("name")
-            self.opaque(f"defines a function ({_text(name) if name else '?'})")
-        elif kind in ("declaration_command", "unset_command"):
-            self.emit_text(node)
-        elif kind in ("variable_assignment", "variable_assignments"):
-            parent = node.parent
-            if parent is not None and parent.type not in (
-                "command",
-                "declaration_command",
-                "variable_assignments",
-            ):
-                self.emit_text(node)
-        elif kind == "file_redirect":
-            self.redirect(node)
-        elif kind in ("ERROR",) or node.is_missing:
-            self.opaque("the command could not be parsed")
-        if kind in _SCOPES:
-            # a subshell (or a pipeline's part): its `cd` ends with it
-            saved = (list(self.cwds), self.cwd_known)
-            for child in node.children:
-                self.walk(child, depth)
-            self.cwds, self.cwd_known = saved
-            return
+    def block(self, node: Any, depth: int) -> None:
         for child in node.children:
-            self.walk(child, depth)
+            self.statement(child, depth)
+
+    def extract(self, node: Any, depth: int) -> None:
+        """Walk what could not be judged for the commands that can still be seen in it (so
+        deny rules apply to them): statements and substitutions anywhere below ``node``."""
+        for child in node.children:
+            kind = child.type
+            if kind in ("command_substitution", "process_substitution"):
+                self.scoped(child, depth)
+            elif kind in _STATEMENTS and kind not in ("program", "list"):
+                self.statement(child, depth)
+            else:
+                self.extract(child, depth)
+
+    def scoped(self, node: Any, depth: int) -> None:
+        """Statements whose ``cd`` ends with them (subshells, substitutions)."""
+        saved = self.places.save()
+        self.block(node, depth)
+        self.places.restore(saved)
+
+    # -- statements -------------------------------------------------------------------------
+    def statement(self, node: Any, depth: int) -> None:
+        kind = node.type
+        if not node.is_named:
+            if node.is_missing:
+                self.opaque("the command could not be parsed (something is missing)")
+            return
+        if node.is_missing or kind == "ERROR":
+            self.opaque("the command could not be parsed")
+            self.extract(node, depth)  # still report what can be seen, for deny rules
+            return
+        handler = _STATEMENTS.get(kind)
+        if handler is None:
+            self.opaque(f"the shell construct {kind!r} is not understood")
+            self.extract(node, depth)
+            return
+        handler(self, node, depth)
+
+    def _program(self, node: Any, depth: int) -> None:
+        self.block(node, depth)
+
+    def _comment(self, node: Any, depth: int) -> None:
+        pass
+
+    def _pipeline(self, node: Any, depth: int) -> None:
+        self.scoped(node, depth)
+
+    def _subshell(self, node: Any, depth: int) -> None:
+        self.scoped(node, depth)
+
+    def _compound(self, node: Any, depth: int) -> None:
+        first = node.children[0] if node.children else None
+        if first is not None and first.type == "((":
+            self.arithmetic_text(_text(node)[2:-2], "an arithmetic command (( ))")
+            return
+        self.block(node, depth)
+
+    def _redirected(self, node: Any, depth: int) -> None:
+        for child in node.children:
+            if child.type in REDIRECTS:
+                self.redirect(child, depth)
+            elif node.field_name_for_child(node.children.index(child)) == "body" or child.is_named:
+                self.statement(child, depth)
+
+    def _for(self, node: Any, depth: int) -> None:
+        """``for NAME in WORDS``: when the words are static (globs expanded as bash will),
+        ``$NAME`` in the body stands for each of them, so the paths it names are checked."""
+        name = ""
+        words: list[Word] = []
+        body: list[Any] = []
+        for i, child in enumerate(node.children):
+            field = node.field_name_for_child(i)
+            if field == "variable":
+                name = _text(child)
+                self.assigns(name, "a for loop")
+            elif field == "value":
+                words.append(self.word(child, depth))
+            elif child.is_named:
+                body.append(child)
+        bound = self.loop_values(name, words, body) if name else None
+        saved = self.loops.get(name)
+        if bound is not None:
+            self.loops[name] = bound
+        else:
+            self.loops.pop(name, None)
+        try:
+            for child in body:
+                self.statement(child, depth)
+        finally:
+            self.loops.pop(name, None)
+            if saved is not None:
+                self.loops[name] = saved
+
+    def loop_values(self, name: str, words: list[Word], body: list[Any]) -> list[str] | None:
+        """The values a loop variable takes, or None when they are not known statically or
+        the body may assign the variable (or run code that may)."""
+        if len(self.places.cwds) != 1 or not words:
+            return None
+        text = " ".join(_text(child) for child in body)
+        assigns_name = re.compile(r"(^|[\s;&|(])" + re.escape(name) + r"(\[[^]]*\])?\+?=")
+        if _MAY_ASSIGN.search(text) or assigns_name.search(text):
+            return None
+        values: list[str] = []
+        for w in words:
+            if w.value is None:
+                if w.choices is None:
+                    return None
+                values += w.values()
+            elif w.glob:
+                values += self.places.expand_glob(self.places.cwds[0], w.value, w.mask)[1]
+            elif w.expands:
+                return None
+            else:
+                values.append(w.value)
+        return values
+
+    def _c_for(self, node: Any, depth: int) -> None:
+        self.opaque("an arithmetic for loop evaluates names (for (( ... )))")
+        for child in node.children:
+            if child.type in ("do_group", "compound_statement"):
+                self.statement(child, depth)
+
+    def _case(self, node: Any, depth: int) -> None:
+        for i, child in enumerate(node.children):
+            field = node.field_name_for_child(i)
+            if field == "value":
+                self.word(child, depth)
+            elif child.type == "case_item":
+                for j, part in enumerate(child.children):
+                    if child.field_name_for_child(j) == "value":
+                        self.word(part, depth)
+                    elif part.is_named:
+                        self.statement(part, depth)
+            elif child.is_named:
+                self.statement(child, depth)
+
+    def _function(self, node: Any, depth: int) -> None:
+        name = node.child_by_field_name("name")
+        self.opaque(f"defines a function ({_text(name) if name else '?'})")
+        saved = self.places.save()
+        body = node.child_by_field_name("body")
+        if body is not None:
+            self.statement(body, depth)
+        self.places.restore(saved)
+
+    def _test(self, node: Any, depth: int) -> None:
+        """``[[ ... ]]`` and ``[ ... ]``: operands are words; arithmetic comparisons in
+        ``[[`` and ``-v`` in both evaluate names, so their operands must be plain."""
+        double = bool(node.children) and node.children[0].type == "[["
+        self.test_expression(node, depth, double)
+
+    def test_expression(self, node: Any, depth: int, double: bool) -> None:
+        for child in node.named_children:
+            kind = child.type
+            if kind in ("binary_expression", "unary_expression", "parenthesized_expression"):
+                operator = child.child_by_field_name("operator")
+                op = _text(operator) if operator is not None else ""
+                operands = [c for c in child.named_children if c != operator]
+                if op in ("-eq", "-ne", "-lt", "-le", "-gt", "-ge") and double:
+                    for operand in operands:
+                        if not re.fullmatch(r"-?[0-9]+", _text(operand)):
+                            self.opaque(
+                                f"[[ ... {op} ... ]] evaluates its operands as arithmetic "
+                                f"({_text(operand)!r} is not a plain number)"
+                            )
+                elif op in ("-v", "-R"):
+                    for operand in operands:
+                        if not re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*", _text(operand)):
+                            self.opaque(
+                                f"{op} {_text(operand)!r} evaluates a subscript or a name that "
+                                "is not static"
+                            )
+                self.test_expression(child, depth, double)
+            elif kind == "test_operator":
+                continue
+            elif kind == "regex":
+                problem = unquoted_problem(_text(child))
+                if problem:
+                    self.opaque(problem)
+            else:
+                self.word(child, depth)
+
+    def _declaration(self, node: Any, depth: int) -> None:
+        """``declare``/``typeset``/``local``/``export``/``readonly``: a pattern of its own;
+        an assignment to a variable that changes what runs, the integer or nameref
+        attribute, or a name that is not static make it opaque."""
+        keyword = node.children[0].type if node.children else ""
+        flags = ""
+        for child in node.named_children:
+            if child.type == "word":
+                value = _text(child)
+                if value.startswith(("-", "+")):
+                    flags += value[1:]
+                    continue
+                self.assigns(value, keyword)
+            elif child.type == "variable_assignment":
+                self.assignment(child, depth, keyword)
+            elif child.type in ("variable_name",):
+                self.assigns(_text(child), keyword)
+            else:
+                w = self.word(child, depth)
+                if w.value is None:
+                    self.opaque(f"{keyword} with a name that is not static")
+                else:
+                    self.assigns(w.value.split("=", 1)[0], keyword)
+        if "i" in flags or "n" in flags:
+            self.opaque(f"{keyword} -{flags}: the integer and nameref attributes evaluate values")
+        if "f" in flags and keyword in ("export", "declare", "typeset"):
+            pass  # listing or exporting functions: nothing runs
+        self.emit_text(node)
+
+    def _unset(self, node: Any, depth: int) -> None:
+        for child in node.named_children:
+            w = self.word(child, depth)
+            if w.value is None:
+                self.opaque("unset with a name that is not static")
+            elif not w.value.startswith("-"):
+                self.assigns(w.value, "unset")
+        self.emit_text(node)
+
+    def _assignment(self, node: Any, depth: int) -> None:
+        self.assignment(node, depth, "an assignment")
+        self.emit_text(node)
+
+    def _assignments(self, node: Any, depth: int) -> None:
+        for child in node.named_children:
+            if child.type == "variable_assignment":
+                self.assignment(child, depth, "an assignment")
+            else:
+                self.statement(child, depth)
+        self.emit_text(node)
 
     def emit_text(self, node: Any) -> None:
-        """A statement that is not a simple command but changes state (``export PATH=...``,
+        """A statement that is not a simple command but changes state (``export X=1``,
         ``X=1``): its text is a pattern of its own."""
         text = " ".join(_text(node).split())
         self.commands.setdefault(text, None)
         first = text.split(" ", 1)[0]
         self.always.setdefault(first if "=" in first else first + " *", None)
 
-    # -- simple commands ------------------------------------------------------------------
-    def command(self, node: Any, depth: int) -> None:
-        words: list[Word] = []
-        assignments: list[str] = []
-        redirects: list[Any] = []
+    # -- assignments ------------------------------------------------------------------------
+    def assigns(self, name: str, how: str) -> None:
+        """``how`` assigns the variable ``name``."""
+        if sensitive_variable(name):
+            self.opaque(f"{how} assigns {name}, which changes what runs or how the shell reads")
+
+    def assignment(self, node: Any, depth: int, how: str, *, prefix: bool = False) -> None:
+        name_node = node.child_by_field_name("name")
+        name = _text(name_node) if name_node is not None else ""
+        if name_node is not None and name_node.type == "subscript":
+            index = name_node.child_by_field_name("index")
+            if index is None or not re.fullmatch(r"[0-9]+", _text(index)):
+                self.opaque(f"the subscript of {name} is evaluated as arithmetic")
+            name = _text(name_node.child_by_field_name("name") or name_node)
+        if prefix:
+            # the full form is a pattern of its own (the rules judge it); PATH and the start-up
+            # files change which program this very command is
+            if name in ("PATH", "BASH_ENV", "ENV") or not re.fullmatch(r"\w+", name):
+                self.opaque(f"{name}=... changes which program the command runs")
+        else:
+            self.assigns(name, how)
+        for i, child in enumerate(node.children):
+            if node.field_name_for_child(i) == "value":
+                if child.type == "array":
+                    for element in child.named_children:
+                        text = _text(element)
+                        if text.startswith("[") and not re.match(r"\[[0-9]+\]=", text):
+                            self.opaque(f"the array index in {text!r} is evaluated as arithmetic")
+                        self.word(element, depth)
+                else:
+                    self.word(child, depth)
+
+    def arithmetic_text(self, inner: str, where: str) -> None:
+        if not arithmetic_is_static(inner):
+            self.opaque(
+                f"{where} holds names or expansions: arithmetic evaluates a name's value in "
+                "turn, which can run commands"
+            )
+
+    # -- words ------------------------------------------------------------------------------
+    def word(self, node: Any, depth: int, *, quoted: bool = False) -> Word:
+        """The :class:`Word` of a node; nested substitutions are walked, and anything outside
+        the understood subset makes the command opaque."""
+        kind = node.type
+        text = _text(node)
+        if quoted:
+            text = text.lstrip(" \t\n")  # blanks of the string, folded into the token
+        if kind == "word":
+            problem = unquoted_problem(text)
+            if problem:
+                self.opaque(problem)
+                return Word(text, None, node=node)
+            value, mask = unescape_word(text)
+            return Word(text, value, mask, node)
+        if kind == "number":
+            if not re.fullmatch(r"[0-9]+", text):
+                problem = unquoted_problem(text)
+                if problem:
+                    self.opaque(problem)
+                    return Word(text, None, node=node)
+            return Word(text, text, text, node)
+        if kind == "raw_string":
+            body = text[1:-1]
+            return Word(text, body, "\0" * len(body), node)
+        if kind == "ansi_c_string":
+            decoded = ansi_c(text[2:-1])
+            if decoded is None:
+                return Word(text, None, node=node)
+            return Word(text, decoded, "\0" * len(decoded), node)
+        if kind == "string":
+            return self.string(node, depth)
+        if kind == "concatenation":
+            return self.concatenation(node, depth)
+        if kind == "simple_expansion":
+            if any(
+                c.type not in ("variable_name", "special_variable_name", "$") for c in node.children
+            ):
+                self.opaque(f"the expansion {text!r} is not understood")
+            return self.variable(text, node, quoted)
+        if kind == "expansion":
+            problem = expansion_problem(text)
+            if problem:
+                self.opaque(problem)
+                self.extract(node, depth)  # command substitutions inside, for deny rules
+                return Word(text, None, node=node)
+            return self.variable(text, node, quoted)
+        if kind == "command_substitution":
+            self.substitution(node, depth, quoted)
+            return Word(text, None, node=node)
+        if kind == "arithmetic_expansion":
+            inner = text[3:-2] if text.startswith("$((") else text[2:-1]
+            self.arithmetic_text(inner, f"the arithmetic {text}")
+            self.extract(node, depth)
+            return Word(text, None, node=node)
+        if kind == "process_substitution":
+            self.scoped(node, depth)
+            return Word(text, None, node=node)
+        if kind == "brace_expression":
+            return Word(text, None, node=node)
+        if kind in ("extglob_pattern", "regex"):
+            problem = unquoted_problem(text)
+            if problem:
+                self.opaque(problem)
+            return Word(text, None, node=node)
+        self.opaque(f"the word {text!r} ({kind}) is not understood")
+        self.extract(node, depth)
+        return Word(text, None, node=node)
+
+    def harmless(self, w: Word) -> bool:
+        """Whether an argument cannot turn into an option of a read-only command: static, a
+        loop variable with no option-like value, a glob whose matches (now) are not
+        option-like (``sort *`` with a file named ``--output=x`` would write)."""
+        if not w.harmless:
+            return False
+        if BRACE.search(w.mask):
+            return False
+        if w.value is not None and w.glob and w.mask[:1] in ("*", "?", "["):
+            for base in self.places.cwds:
+                matches = self.places.expand_glob(base, w.value, w.mask)[1]
+                if any(m.rpartition("/")[2].startswith("-") for m in matches):
+                    return False
+        return True
+
+    def variable(self, text: str, node: Any, quoted: bool) -> Word:
+        """``$name`` / ``${name}``: dynamic; for a loop variable, the words it may become."""
+        match = re.fullmatch(r"\$\{?([A-Za-z_][A-Za-z0-9_]*)\}?", text)
+        bound = self.loops.get(match.group(1)) if match else None
+        if bound is None or (not quoted and any(_BLANKS.search(v) for v in bound)):
+            return Word(text, None, node=node)  # unknown, or split into more words
+        return Word(text, None, node=node, choices=expansion_choices(bound, quoted))
+
+    def string(self, node: Any, depth: int) -> Word:
+        """A double-quoted string. Tree-sitter folds blanks into the tokens around them (the
+        closing quote of ``" "``, the ``$`` of ``" $x"``), so a static string's value is read
+        from its text, as bash reads it; with expansions inside, each part is checked."""
+        text = _text(node)
+        inner = [c for c in node.children if c.type != '"']
+        if len(inner) == 1 and inner[0].type in ("simple_expansion", "expansion"):
+            # "$name": the quoted value, one word
+            only = self.word(inner[0], depth, quoted=True)
+            return Word(text, None, node=node, choices=only.choices)
+        if not (text.startswith('"') and text.endswith('"') and len(text) >= 2):
+            self.opaque(f"the string {text!r} is not understood")
+            return Word(text, None, node=node)
+        if all(c.type == "string_content" for c in inner):
+            body = text[1:-1]
+            problem = double_quoted_problem(body)
+            if problem:
+                self.opaque(problem)
+                return Word(text, None, node=node)
+            value = unescape_double(body)
+            return Word(text, value, "\0" * len(value), node)
+        position = node.start_byte
+        for child in node.children:
+            gap = node.text[position - node.start_byte : child.start_byte - node.start_byte]
+            if gap.strip():
+                self.opaque(f"the string {text!r} is not understood")
+            position = child.end_byte
+            kind = child.type
+            if not child.is_named:
+                if _text(child).strip() != kind.strip():
+                    self.opaque(f"the string {text!r} is not understood ({_text(child)!r})")
+            elif kind == "string_content":
+                problem = double_quoted_problem(_text(child))
+                if problem:
+                    self.opaque(problem)
+            elif kind in (
+                "simple_expansion",
+                "expansion",
+                "command_substitution",
+                "arithmetic_expansion",
+            ):
+                self.word(child, depth, quoted=True)
+            else:
+                self.opaque(f"the string {text!r} is not understood ({kind})")
+        return Word(text, None, node=node)
+
+    def concatenation(self, node: Any, depth: int) -> Word:
+        text = _text(node)
+        parts: list[Word] = []
+        understood = True
+        position = node.start_byte
+        for child in node.children:
+            if child.start_byte != position or not child.is_named:
+                self.opaque(f"the word {text!r} is not understood")
+                understood = False
+            position = child.end_byte
+            if child.is_named:
+                parts.append(self.word(child, depth))
+        if position != node.end_byte:
+            self.opaque(f"the word {text!r} is not understood")
+            understood = False
+        if understood and all(p.value is not None for p in parts):
+            return Word(
+                text, "".join(p.value or "" for p in parts), "".join(p.mask for p in parts), node
+            )
+        if understood and all(p.known for p in parts):
+            # a loop variable inside a word (`-l$f`, `$dir/x`): each combination (its values
+            # are single words: one with a blank, unquoted, is not followed)
+            combos: list[tuple[str, str]] = [("", "")]
+            for p in parts:
+                options = [(p.value, p.mask)] if p.value is not None else []
+                options += [(c.value or "", c.mask) for c in p.choices or ()]
+                combos = [(v + w, m + n) for v, m in combos for w, n in options]
+                if len(combos) > MAX_COMBINATIONS:
+                    break
+            else:
+                choices = [Word(v, v, m) for v, m in combos]
+                return Word(text, None, node=node, choices=choices)
+        return Word(text, None, node=node)
+
+    def substitution(self, node: Any, depth: int, quoted: bool) -> None:
+        text = _text(node).lstrip(" \t\n") if quoted else _text(node)
+        if text.startswith("`"):
+            body = backtick_body(text, quoted)
+            if body is None:
+                self.opaque("a backtick substitution that bash and the parser end differently")
+                self.scoped(node, depth)
+                return
+            saved = self.places.save()
+            self.source(body, depth + 1)
+            self.places.restore(saved)
+            return
+        if not (text.startswith("$(") and text.endswith(")")):
+            self.opaque(f"the substitution {text!r} is not understood")
+        named = node.named_children
+        if len(named) == 1 and named[0].type == "file_redirect":
+            # $(< file): the file's contents
+            operator = _operator(named[0])
+            if operator == "<":
+                target = named[0].child_by_field_name("destination")
+                if target is not None:
+                    self.path_argument(self.word(target, depth), READ)
+                    return
+        self.scoped(node, depth)
+
+    # -- redirections -----------------------------------------------------------------------
+    def redirect(self, node: Any, depth: int) -> None:
+        kind = node.type
+        if kind == "herestring_redirect":
+            for child in node.named_children:
+                self.word(child, depth)
+            return
+        if kind == "heredoc_redirect":
+            self.heredoc(node, depth)
+            return
+        operator = _operator(node)
         for i, child in enumerate(node.children):
             field = node.field_name_for_child(i)
-            if field == "name" or field == "argument":
-                words.append(word(child))
-            elif child.type == "variable_assignment":
-                assignments.append(" ".join(_text(child).split()))
-            elif field == "redirect" or child.type.endswith("redirect"):
+            if child.is_named and field not in ("descriptor", "destination"):
+                self.opaque(f"the redirection {_text(node)!r} is not understood")
+        if operator in (">&-", "<&-"):
+            return  # closing a descriptor
+        destination = node.child_by_field_name("destination")
+        if destination is None:
+            self.opaque(f"the redirection {_text(node)!r} is not understood")
+            return
+        if destination.type == "process_substitution":
+            self.word(destination, depth)  # `> >(cmd)`: the commands inside are judged
+            return
+        if operator in (">&", "<&") and destination.type == "number":
+            return  # a file descriptor
+        w = self.word(destination, depth)
+        if operator in (">&", "<&") and w.value == "-":
+            return
+        if operator in OUTPUT_OPERATORS:
+            self.path_argument(w, WRITE)
+        elif operator in INPUT_OPERATORS:
+            self.path_argument(w, READ)
+        else:
+            self.opaque(f"the redirection operator {operator!r} is not understood")
+
+    def heredoc(self, node: Any, depth: int) -> None:
+        start = body = end = None
+        dash = False
+        for child in node.children:
+            if child.type == "heredoc_start":
+                start = child
+            elif child.type == "heredoc_body":
+                body = child
+            elif child.type == "heredoc_end":
+                end = child
+            elif child.type == "<<-":
+                dash = True
+            elif child.type in REDIRECTS or child.type == "file_redirect":
+                self.redirect(child, depth)
+            elif child.is_named and child.type not in ("heredoc_content",):
+                # `cat <<EOF | cmd`, `<<EOF > out`: what follows the start on its line
+                self.statement(child, depth)
+        if start is None:
+            self.opaque("a here-document without a delimiter")
+            return
+        parsed = heredoc_delimiter(_text(start))
+        if parsed is None:
+            self.opaque(f"the here-document delimiter {_text(start)!r} is not a plain word")
+            return
+        delimiter, literal = parsed
+        content = _text(body) if body is not None else ""
+        lines = content.split("\n")
+        for line in lines[:-1] if content.endswith("\n") else lines:
+            if (line.lstrip("\t") if dash else line) == delimiter:
+                self.opaque("bash would end the here-document earlier than the parser does")
+                return
+        if end is None or _text(end) != delimiter:
+            self.opaque("the here-document is not closed by its delimiter")
+            return
+        if not literal and body is not None:
+            problem = heredoc_body_problem(content)
+            if problem:
+                self.opaque(problem)
+                self.block(body, depth)
+
+    # -- simple commands --------------------------------------------------------------------
+    def _command(self, node: Any, depth: int) -> None:
+        words: list[Word] = []
+        prefix: list[str] = []
+        redirects: list[Any] = []
+        last_end = -1
+        for i, child in enumerate(node.children):
+            field = node.field_name_for_child(i)
+            kind = child.type
+            if field == "name":
+                inner = child.named_children
+                if len(inner) != 1:
+                    self.opaque(f"the command name {_text(child)!r} is not understood")
+                    words.append(Word(_text(child), None, node=child))
+                else:
+                    words.append(self.word(inner[0], depth))
+            elif field == "argument":
+                if not child.is_named:
+                    self.opaque(f"the argument {_text(child)!r} is not understood")
+                    words.append(Word(_text(child), None, node=child))
+                else:
+                    words.append(self.word(child, depth))
+            elif kind == "variable_assignment":
+                self.assignment(child, depth, "a prefix assignment", prefix=True)
+                prefix.append(" ".join(_text(child).split()))
+            elif kind in REDIRECTS:
+                if (
+                    words
+                    and child.start_byte == last_end
+                    and re.fullmatch(r"\{[A-Za-z_][A-Za-z0-9_]*\}", words[-1].text)
+                ):
+                    self.opaque(f"a named file descriptor ({words[-1].text}) assigns a variable")
                 redirects.append(child)
+                self.redirect(child, depth)
+            elif child.is_named:
+                self.opaque(f"the command part {_text(child)!r} ({kind}) is not understood")
+            last_end = child.end_byte
         redirects += _enclosing_redirects(node)
         if not words:
+            if prefix:
+                self.emit_text(node)
             return
-        self.simple(words, assignments, redirects, depth, wrapped=bool(assignments))
+        self.simple(words, prefix, redirects, depth)
 
     def simple(
         self,
@@ -398,29 +868,28 @@ class _Analysis:
         redirects: list[Any],
         depth: int,
         *,
-        wrapped: bool = False,
         outer: list[str] | None = None,
         tail_dynamic: bool = False,
     ) -> None:
         """Judge one simple command (``words[0]`` is its name)."""
         outer = list(outer or [])
-        keep_outer = wrapped
+        keep_outer = bool(assignments)
         redirect_text = [_redirect_text(r) for r in redirects]
+        writes_file = any(_writes_file(r) for r in redirects)
         while True:
-            name_word = words[0]
-            name = self.name_of(name_word, words, redirect_text)
+            name = self.name_of(words[0], words, redirect_text)
             if name is None:
                 return
-            handler = _WRAPPERS.get(name)
+            handler = WRAPPERS.get(name)
             if handler is None:
                 break
             step = handler(self, words, depth)
             if step is None:
                 break  # the wrapper runs nothing else: it is the command
-            if step is _DONE:
+            if step is DONE:
                 # the rest was parsed as commands of its own (``bash -c``, ``eval``, ...);
                 # a privilege or environment change keeps the whole form as a pattern too
-                if keep_outer or assignments or name in _OUTER:
+                if keep_outer or name in OUTER:
                     spelled = [_norm_word(w, i == 0) for i, w in enumerate(words)]
                     head = [*assignments, *outer]
                     self.commands.setdefault(" ".join([*head, *spelled, *redirect_text]), None)
@@ -435,8 +904,16 @@ class _Analysis:
                 tail_dynamic = True
             outer += [_norm_word(w, i == 0) for i, w in enumerate(words[:start])]
             words = words[start:]
-        self.emit(name, words, outer if keep_outer else [], assignments, redirect_text,
-                  depth, tail_dynamic=tail_dynamic)  # fmt: skip
+        self.emit(
+            name,
+            words,
+            outer if keep_outer else [],
+            assignments,
+            redirect_text,
+            depth,
+            tail_dynamic=tail_dynamic,
+            writes_file=writes_file,
+        )
 
     def name_of(self, w: Word, words: list[Word], redirect_text: list[str]) -> str | None:
         """The normalised command name, or None (after marking opaque and emitting the raw
@@ -447,6 +924,10 @@ class _Analysis:
             self.commands.setdefault(" ".join(text.split()), None)
             return None
         value = w.value
+        if value in RESERVED and w.value == w.text:
+            self.opaque(f"{value!r} where a command name should be: the parser misread the command")
+            self.commands.setdefault(" ".join(x.text for x in words), None)
+            return None
         if "/" in value:
             directory, _, base = value.rpartition("/")
             if not base:
@@ -458,6 +939,7 @@ class _Analysis:
                 spelled = " ".join([value, *(x.pattern_text() for x in words[1:]), *redirect_text])
                 self.commands.setdefault(spelled, None)
                 self.always.setdefault(value + " *", None)
+                self.path_argument(w, READ)
             return base
         return value
 
@@ -471,24 +953,29 @@ class _Analysis:
         depth: int,
         *,
         tail_dynamic: bool = False,
+        writes_file: bool = False,
     ) -> None:
         args = words[1:]
-        tokens: list[str | None] = [name, *(w.value if not w.expands else None for w in args)]
+        values: list[str | None] = [w.value if not w.expands else None for w in args]
+        self.seen.append((name, tuple(w.value for w in args)))
+        tokens: list[str | None] = [name, *values]
         if tail_dynamic:
             tokens.append(None)
         for index, token in enumerate(tokens):
-            if token is None and arity.decisive(tokens, index):
+            if token is not None:
+                continue
+            # the first dynamic token: after it, what the command is has been decided
+            if arity.decisive(tokens, index):
                 shown = args[index - 1].text if index - 1 < len(args) else "(appended arguments)"
                 self.opaque(f"{shown} may decide what {name!r} does and is not static")
-                break
-        self.special(name, words, redirect_text, depth)
-        if name in FILE_COMMANDS:
-            self.paths(name, args)
-            if tail_dynamic and name != "cd":
-                self.opaque(f"xargs gives {name!r} paths that cannot be resolved statically")
-        if name == "cd":
+            break
+        safe = judge(self, name, words, depth)
+        if name in ("cd", "pushd", "popd"):
+            self.places.change_directory(name, args)
             return
-        static_prefix = []
+        if tail_dynamic and SPECS.get(name, Spec(NONE)).positional != NONE:
+            self.opaque(f"xargs gives {name!r} arguments that cannot be resolved statically")
+        static_prefix: list[str] = []
         for token in tokens:
             if token is None:
                 break
@@ -497,311 +984,108 @@ class _Analysis:
         inner = " ".join([name, *(w.pattern_text() for w in args), *redirect_text])
         self.commands.setdefault(inner, None)
         self.always.setdefault(" ".join(keep) + " *", None)
+        if (
+            safe
+            and name in READ_ONLY
+            and not writes_file
+            and not tail_dynamic
+            and all(self.harmless(w) for w in args)
+        ):
+            self.read_only.setdefault(inner, None)
         if outer or assignments:
             head = [*assignments, *outer]
             self.commands.setdefault(" ".join([*head, inner]), None)
             self.always.setdefault(" ".join([*head, *keep]) + " *", None)
 
-    def special(self, name: str, words: list[Word], redirect_text: list[str], depth: int) -> None:
-        """Commands that run other commands in ways that are not wrappers."""
-        args = words[1:]
-        if name == "find":
-            self.find_exec(words, depth)
-        elif name == "alias":
-            for w in args:
-                if w.value is not None and "=" in w.value:
-                    self.opaque("defines an alias")
-                    self.source(w.value.split("=", 1)[1], depth + 1)
-                elif w.value is None:
-                    self.opaque("defines an alias")
-        elif name == "git":
-            for w in args:
-                v = w.value or ""
-                if not v.startswith("-"):
-                    break
-                if v in ("-c", "--config-env") or v.startswith(("--exec-path", "--config-env=")):
-                    self.opaque("git -c/--config-env/--exec-path can run arbitrary commands")
-                    break
-        elif name == "trap" and args:
-            action = args[0]
-            if action.value is None:
-                self.opaque("trap with an action that is not static")
-            elif not action.value.startswith("-"):
-                self.source(action.value, depth + 1)
-        elif name in SHELLS:
-            self.shell_stdin(name, words, depth)
-        elif name in ("source", "."):
-            pass  # the script is the command: judged by its pattern
+    # -- what particular commands do --------------------------------------------------------
 
-    def shell_stdin(self, name: str, words: list[Word], depth: int) -> None:
-        """A shell without ``-c``: a script file is a command like any other; commands read
-        from a here-document or here-string are parsed; from anywhere else: opaque."""
-        script = False
-        skip = False
-        for w in words[1:]:
-            if skip:
-                skip = False
-                continue
-            v = w.value
-            if v is None:
-                script = True
-                break
-            if v in ("-o", "-O", "+O", "+o", "--rcfile", "--init-file"):
-                skip = True
-                continue
-            if v.startswith(("-", "+")) and v not in ("-", "--"):
-                if v.startswith("-") and not v.startswith("--") and "s" in v[1:]:
-                    break  # -s: commands from stdin
-                continue
-            if v == "--":
-                continue
-            script = v != "-"
-            break
-        if script:
+    # -- paths ------------------------------------------------------------------------------
+    def path_argument(
+        self, w: Word, role: str, *, recursive: bool = False, quiet: bool = False
+    ) -> None:
+        """Check one path a command reads or writes (see :meth:`Places.argument`). Inside a
+        ``find -exec``, ``{}`` stands for every file below find's starting points."""
+        if w.value is None and w.text == "{}" and self.found is not None:
+            for start in self.found:
+                self.places.argument(start, role, recursive=True, quiet=quiet)
             return
-        bodies = self._stdin_bodies(words)
-        if bodies is None:
-            self.opaque(f"{name} reads commands from its standard input")
-            return
-        for body in bodies:
-            self.source(body, depth + 1)
+        self.places.argument(w, role, recursive=recursive, quiet=quiet)
 
-    def _stdin_bodies(self, words: list[Word]) -> list[str] | None:
-        node = words[0].node
-        command = node.parent if node is not None else None
-        if command is None:
-            return None
-        redirects = [c for c in command.children if c.type.endswith("redirect")]
-        parent = command.parent
-        if parent is not None and parent.type == "redirected_statement":
-            redirects += [c for c in parent.children if c.type.endswith("redirect")]
-        bodies: list[str] = []
-        for r in redirects:
-            if r.type == "herestring_redirect":
-                target = r.named_children[-1] if r.named_children else None
-                w = word(target) if target is not None else None
-                if w is None or w.value is None:
-                    self.opaque("a here-string that is not static is fed to a shell")
-                    bodies.append(_text(target) if target is not None else "")
-                else:
-                    bodies.append(w.value)
-            elif r.type == "heredoc_redirect":
-                for child in r.named_children:
-                    if child.type == "heredoc_body":
-                        if any(c.type != "heredoc_content" for c in child.named_children):
-                            self.opaque("a here-document with expansions is fed to a shell")
-                        bodies.append(_text(child))
-        return bodies or None
 
-    def find_exec(self, words: list[Word], depth: int) -> None:
-        i = 1
-        while i < len(words):
-            v = words[i].value
-            if v in ("-exec", "-execdir", "-ok", "-okdir"):
-                j = i + 1
-                while j < len(words) and words[j].value not in (";", "+"):
-                    j += 1
-                inner = [
-                    Word(w.text, None) if w.value is None or "{}" in w.value else w
-                    for w in words[i + 1 : j]
-                ]
-                if inner:
-                    self.simple(inner, [], [], depth)
-                i = j + 1
-            else:
-                i += 1
+# ---------------------------------------------------------------------------------------------
+# statement dispatch
+# ---------------------------------------------------------------------------------------------
 
-    # -- paths ----------------------------------------------------------------------------
-    def paths(self, name: str, args: list[Word]) -> None:
-        options_done = False
-        targets: list[Word] = []
-        for w in args:
-            v = w.value
-            if w.node is not None and w.node.type == "process_substitution":
-                continue
-            if v is not None and not options_done:
-                if v == "--":
-                    options_done = True
-                    continue
-                if v.startswith("-") and v != "-":
-                    if v.startswith("--") and "=" in v:
-                        _, _, rest = v.partition("=")
-                        targets.append(Word(rest, rest, w.mask.partition("=")[2]))
-                    elif name in ("cp", "mv") and v.startswith("-t") and len(v) > 2:
-                        targets.append(Word(v[2:], v[2:], w.mask[2:]))
-                    continue
-                if name == "chmod" and v.startswith("+"):
-                    continue
-            targets.append(w)
-        if name in ("cd", "pushd"):
-            if not targets:
-                if name == "cd":
-                    self.chdir(Word("~", "~", "~"))
-                return
-            if targets[0].value == "-":
-                self.cwd_known = False
-                self.opaque("cd - goes to a directory the analysis does not know")
-                return
-            self.check_path(targets[0])
-            node = targets[0].node
-            self.chdir(targets[0], node.parent if node is not None else None)
-            return
-        for w in targets:
-            if w.value == "-" and name in ("cat", "tee"):
-                continue
-            self.check_path(w)
-
-    def chdir(self, w: Word, node: Any = None) -> None:
-        """Follow ``cd``: an unconditional ``cd`` to an existing directory replaces the
-        possible directories; any other (conditional, or to a directory that may not exist)
-        adds to them."""
-        if w.value is None or (w.expands and not w.mask.startswith("~")):
-            self.cwd_known = False
-            self.opaque(f"cd {w.text}: the directory is not known statically")
-            return
-        value = _expand_tilde(w)
-        if value is None:
-            self.cwd_known = False
-            self.opaque(f"cd {w.text}: the directory is not known statically")
-            return
-        new = [self.resolve(base, value)[0] for base in self.cwds]
-        if all(os.path.isdir(p) for p in new) and _unconditional(node):
-            self.cwds = list(dict.fromkeys(new))
-        else:
-            self.cwds = _union(self.cwds, new)
-        if len(self.cwds) > MAX_CWDS:
-            dropped = self.cwds[MAX_CWDS:]
-            self.cwds = self.cwds[:MAX_CWDS]
-            self.overflow = True
-            if not all(self.inside(d) for d in dropped):
-                self.cwd_known = False
-
-    def redirect(self, node: Any) -> None:
-        operator = ""
-        for child in node.children:
-            if not child.is_named:
-                operator = _text(child)
-        for i, child in enumerate(node.children):
-            if node.field_name_for_child(i) != "destination":
-                continue
-            if child.type == "process_substitution":
-                continue  # `> >(cmd)`: the commands inside are walked like any other
-            if child.type == "number" and operator in (">&", "<&"):
-                continue  # a file descriptor
-            w = word(child)
-            if w.value == "-" and operator in (">&", "<&"):
-                continue
-            self.check_path(w)
-
-    def check_path(self, w: Word) -> None:
-        if w.value is None:
-            self.opaque(f"the path {w.text} cannot be resolved statically")
-            return
-        value = w.value
-        if not value:
-            return
-        if _BRACE.search(w.mask):
-            self.opaque(f"the path {w.text} uses brace expansion")
-            return
-        if w.mask.startswith("~"):
-            expanded = _expand_tilde(w)
-            if expanded is None:
-                self.opaque(f"the path {w.text} cannot be resolved statically")
-                return
-            value = expanded
-        directory_only = False
-        glob = _GLOB.search(w.mask)
-        if glob:
-            head = value[: glob.start()]
-            value = head if head.endswith("/") or not head else os.path.dirname(head)
-            value = value or "."
-            directory_only = True
-        if value in SPECIAL_FILES:
-            return
-        if not value.startswith("/"):
-            if not self.cwd_known:
-                self.opaque(
-                    f"the path {w.text} is relative to a directory the analysis does not know"
-                )
-            elif self.overflow and ".." in value.split("/"):
-                self.opaque(f"the path {w.text} climbs out of one of too many directories")
-        for base in self.cwds:
-            for resolved in self.resolve(base, value):
-                if self.inside(resolved) or resolved in SPECIAL_FILES:
-                    continue
-                if directory_only or os.path.isdir(resolved):
-                    directory = resolved
-                else:
-                    directory = os.path.dirname(resolved)
-                self.outside.setdefault(directory, None)
-
-    def inside(self, path: str) -> bool:
-        if _within(path, self.cwd):
-            return True
-        return self.worktree != "/" and _within(path, self.worktree)
-
-    def resolve(self, base: str, value: str) -> list[str]:
-        """Where ``value`` may point from ``base``: symlinks followed, and ``..`` taken both
-        physically and lexically (a missing directory followed by ``..``); the physical one
-        first."""
-        key = (base, value)
-        found = self._resolved.get(key)
-        if found is None:
-            joined = os.path.join(base, value)
-            first = os.path.normpath(str(realpath_nearest(Path(joined))))
-            second = os.path.normpath(str(realpath_nearest(Path(os.path.normpath(joined)))))
-            found = self._resolved[key] = [first] if first == second else [first, second]
-        return found
+_STATEMENTS: dict[str, Any] = {
+    "program": Analysis._program,
+    "comment": Analysis._comment,
+    "list": Analysis._program,
+    "pipeline": Analysis._pipeline,
+    "subshell": Analysis._subshell,
+    "compound_statement": Analysis._compound,
+    "negated_command": Analysis._program,
+    "redirected_statement": Analysis._redirected,
+    "if_statement": Analysis._program,
+    "elif_clause": Analysis._program,
+    "else_clause": Analysis._program,
+    "while_statement": Analysis._program,
+    "do_group": Analysis._program,
+    "for_statement": Analysis._for,
+    "c_style_for_statement": Analysis._c_for,
+    "case_statement": Analysis._case,
+    "function_definition": Analysis._function,
+    "test_command": Analysis._test,
+    "declaration_command": Analysis._declaration,
+    "unset_command": Analysis._unset,
+    "variable_assignment": Analysis._assignment,
+    "variable_assignments": Analysis._assignments,
+    "command": Analysis._command,
+}
 
 
 # -- helpers --------------------------------------------------------------------------------
 
 
-def _expand_tilde(w: Word) -> str | None:
-    value = w.value or ""
-    if not w.mask.startswith("~"):
-        return value
-    expanded = os.path.expanduser(value)
-    if expanded.startswith("~"):
-        return None
-    return expanded
+def _ignored_text(root: Any, data: bytes) -> str | None:
+    """Text outside every token of the tree that is not a blank: tree-sitter dropped it (it
+    drops ``\\ `` at the start of a word, so ``ls \\ #x; rm y`` looks like ``ls`` and a
+    comment, while bash runs ``rm y``)."""
+    covered = bytearray(len(data))
+    stack = [root]
+    while stack:
+        node = stack.pop()
+        if node.child_count == 0 or node.type in ("comment", "heredoc_body", "raw_string"):
+            covered[node.start_byte : node.end_byte] = b"\x01" * (node.end_byte - node.start_byte)
+            continue
+        stack.extend(node.children)
+    for at, byte in enumerate(data):
+        if not covered[at] and byte not in b" \t\n":
+            return data[at : at + 12].decode("utf-8", "replace")
+    return None
 
 
-def _within(path: str, directory: str) -> bool:
-    if directory == "/":
-        return path.startswith("/")
-    return path == directory or path.startswith(directory + "/")
+def _operator(node: Any) -> str:
+    operator = ""
+    for child in node.children:
+        if not child.is_named:
+            operator = _text(child)
+    return operator
 
 
-def _union(first: list[str], second: list[str]) -> list[str]:
-    return list(dict.fromkeys([*first, *second]))
-
-
-#: nodes whose `cd` does not outlive them (bash runs a pipeline's parts in subshells)
-_SCOPES = frozenset({"subshell", "command_substitution", "process_substitution", "pipeline"})
-#: nodes a `cd` passes through and still runs for certain before what follows
-_TRANSPARENT = frozenset({"redirected_statement", "compound_statement", "negated_command"})
-
-
-def _unconditional(node: Any) -> bool:
-    """Whether the command at ``node`` runs whenever what follows it in its scope runs:
-    not on the right of ``&&``/``||``, not in an if/while/for/case body or a function."""
-    if node is None:
+def _writes_file(node: Any) -> bool:
+    """Whether a redirection writes a file (not a descriptor, not /dev/null)."""
+    if node.type != "file_redirect":
         return False
-    child = node
-    parent = node.parent
-    while parent is not None:
-        kind = parent.type
-        if kind == "program" or kind in _SCOPES:
-            return True
-        if kind == "list":
-            if parent.named_children[0] != child:
-                return False
-        elif kind not in _TRANSPARENT:
-            return False
-        child = parent
-        parent = parent.parent
-    return True
+    operator = _operator(node)
+    if operator not in OUTPUT_OPERATORS:
+        return False
+    destination = node.child_by_field_name("destination")
+    if destination is None:
+        return False
+    target = _text(destination)
+    if operator == ">&" and (destination.type == "number" or target == "-"):
+        return False
+    return target.strip("'\"") not in SPECIAL_FILES
 
 
 def _norm_word(w: Word, first: bool) -> str:
@@ -836,336 +1120,9 @@ def _enclosing_redirects(node: Any) -> list[Any]:
         if kind == "redirected_statement":
             if parent.child_by_field_name("body") != child:
                 break
-            found += [c for c in parent.children if c.type.endswith("redirect")]
-        elif kind.endswith("redirect"):
+            found += [c for c in parent.children if c.type in REDIRECTS]
+        elif kind in REDIRECTS:
             break
         child = parent
         parent = parent.parent
     return found
-
-
-def writes_output(pattern: str) -> bool:
-    """Whether a pattern (a command text) redirects output to a file."""
-    tree = parse(pattern)
-    stack = [tree.root_node]
-    while stack:
-        node = stack.pop()
-        if node.type == "file_redirect":
-            operator = ""
-            for child in node.children:
-                if not child.is_named:
-                    operator = _text(child)
-            destination = node.child_by_field_name("destination")
-            if operator in OUTPUT_OPERATORS and destination is not None:
-                target = _text(destination)
-                duplicate = operator == ">&" and (destination.type == "number" or target == "-")
-                if not duplicate and target.strip("'\"") not in SPECIAL_FILES:
-                    return True
-        stack.extend(node.children)
-    return False
-
-
-# ---------------------------------------------------------------------------------------------
-# wrappers: each returns (index of the wrapped command's name, flags), None when the wrapper
-# runs nothing else (it is the command itself), or _DONE when it handled everything
-# ---------------------------------------------------------------------------------------------
-
-_DONE: Any = object()
-#: wrappers whose own form stays a pattern beside the wrapped command's
-_OUTER = frozenset({"sudo", "doas"})
-
-
-def _skip_options(
-    words: list[Word],
-    with_arg: frozenset[str] = frozenset(),
-    *,
-    long_with_arg: frozenset[str] = frozenset(),
-    stop_at: frozenset[str] = frozenset(),
-) -> int | None:
-    """Index of the first word after the options (None when an option is not static)."""
-    i = 1
-    while i < len(words):
-        v = words[i].value
-        if v is None:
-            return i
-        if v == "--":
-            return i + 1
-        if not v.startswith("-") or v == "-":
-            return i
-        if v in stop_at:
-            return None
-        if v.startswith("--"):
-            if "=" not in v and v in long_with_arg:
-                i += 1
-        elif v in with_arg:
-            i += 1
-        i += 1
-    return i
-
-
-def _w_sudo(a: _Analysis, words: list[Word], depth: int) -> Any:
-    shell = False
-    i = 1
-    with_arg = {"-u", "-g", "-h", "-p", "-C", "-D", "-r", "-t", "-U", "-T", "-R"}
-    while i < len(words):
-        v = words[i].value
-        if v is None:
-            break
-        if v == "--":
-            i += 1
-            break
-        if not v.startswith("-") or v == "-":
-            break
-        if v in ("-e", "--edit", "-l", "--list", "-v", "-k", "-K", "-V", "--help"):
-            return None
-        if v.startswith("--"):
-            if "=" not in v and v in ("--user", "--group", "--host", "--prompt", "--chdir",
-                                      "--role", "--type", "--other-user", "--close-from",
-                                      "--command-timeout", "--chroot"):  # fmt: skip
-                i += 1
-            if v in ("--shell", "--login"):
-                shell = True
-        else:
-            if v in with_arg:
-                i += 1
-            elif "s" in v[1:] or "i" in v[1:]:
-                shell = True
-        i += 1
-    if shell and i < len(words):
-        return _as_shell_string(a, words, i, depth, "outer")
-    return (i, {"outer"})
-
-
-def _w_doas(a: _Analysis, words: list[Word], depth: int) -> Any:
-    i = _skip_options(words, frozenset({"-u", "-C"}))
-    return None if i is None else (i, {"outer"})
-
-
-def _as_shell_string(a: _Analysis, words: list[Word], start: int, depth: int, *flags: str) -> Any:
-    """The rest of the words joined and run by a shell (``sudo -s``, ``watch``)."""
-    rest = words[start:]
-    if any(w.value is None for w in rest):
-        a.opaque("a command run through a shell is not static")
-        a.simple(rest, [], [], depth)
-        return _DONE
-    a.source(" ".join(w.value or "" for w in rest), depth + 1)
-    return _DONE
-
-
-def _w_env(a: _Analysis, words: list[Word], depth: int) -> Any:
-    i = 1
-    flags: set[str] = set()
-    while i < len(words):
-        w = words[i]
-        v = w.value
-        if v is None:
-            break
-        if v == "--":
-            i += 1
-            continue
-        if v in ("-i", "-0", "-v", "--ignore-environment", "--null", "--debug", "-"):
-            flags.add("outer")
-            i += 1
-            continue
-        if v in ("-u", "--unset"):
-            flags.add("outer")
-            i += 2
-            continue
-        if v.startswith(("--unset=", "-u")):
-            flags.add("outer")
-            i += 1
-            continue
-        if v in ("-S", "--split-string") or v.startswith(("--split-string=", "-S")):
-            if v in ("-S", "--split-string"):
-                string = words[i + 1] if i + 1 < len(words) else None
-                rest = words[i + 2 :]
-                text = string.value if string is not None else ""
-            else:
-                text = v.split("=", 1)[1] if v.startswith("--") else v[2:]
-                rest = words[i + 1 :]
-            if text is None or any(x.value is None for x in rest):
-                a.opaque("env -S with a string that is not static")
-                return _DONE
-            a.source(" ".join([text, *(x.value or "" for x in rest)]), depth + 1)
-            return _DONE
-        if v.startswith("-"):
-            a.opaque(f"env option {v} is not understood")
-            return None
-        if "=" in v and re.match(r"[A-Za-z_][A-Za-z0-9_]*=", v):
-            flags.add("outer")
-            i += 1
-            continue
-        break
-    return (i, flags)
-
-
-def _w_plain(with_arg: frozenset[str] = frozenset(), long_with_arg: frozenset[str] = frozenset()):
-    def handler(a: _Analysis, words: list[Word], depth: int) -> Any:
-        i = _skip_options(words, with_arg, long_with_arg=long_with_arg)
-        return None if i is None else (i, set())
-
-    return handler
-
-
-def _w_timeout(a: _Analysis, words: list[Word], depth: int) -> Any:
-    i = _skip_options(words, frozenset({"-s", "-k"}), long_with_arg=frozenset(
-        {"--signal", "--kill-after"}))  # fmt: skip
-    if i is None:
-        return None
-    return (i + 1, set())  # the duration
-
-
-def _w_nice(a: _Analysis, words: list[Word], depth: int) -> Any:
-    i = 1
-    while i < len(words):
-        v = words[i].value
-        if v is None:
-            break
-        if v == "--":
-            i += 1
-            break
-        if v in ("-n", "--adjustment"):
-            i += 2
-            continue
-        if v.startswith("-") and v != "-":
-            i += 1
-            continue
-        break
-    return (i, set())
-
-
-def _w_command(a: _Analysis, words: list[Word], depth: int) -> Any:
-    i = 1
-    while i < len(words):
-        v = words[i].value
-        if v in ("-v", "-V") or (v and v.startswith("-") and ("v" in v or "V" in v)):
-            return None  # a look-up, nothing runs
-        if v == "-p":
-            i += 1
-            continue
-        if v == "--":
-            i += 1
-        break
-    return (i, set())
-
-
-def _w_xargs(a: _Analysis, words: list[Word], depth: int) -> Any:
-    with_arg = {"-a", "-d", "-E", "-I", "-L", "-n", "-P", "-s"}
-    long_arg = {"--arg-file", "--delimiter", "--eof", "--max-lines", "--max-args",
-                "--max-procs", "--max-chars", "--process-slot-var", "--replace"}  # fmt: skip
-    replace: str | None = None
-    i = 1
-    while i < len(words):
-        v = words[i].value
-        if v is None:
-            a.opaque("xargs option is not static")
-            return None
-        if v == "--":
-            i += 1
-            break
-        if not v.startswith("-") or v == "-":
-            break
-        if v == "-I":
-            replace = words[i + 1].value if i + 1 < len(words) else None
-            i += 2
-            continue
-        if v.startswith("-I"):
-            replace = v[2:]
-        elif v.startswith("-i") or v.startswith("--replace"):
-            replace = v.split("=", 1)[1] if "=" in v else (v[2:] or "{}")
-        elif v in with_arg or (v.startswith("--") and "=" not in v and v in long_arg):
-            i += 1
-        i += 1
-    if i >= len(words):
-        return None
-    if replace is None:
-        return (i, {"tail"})
-    for j in range(i, len(words)):
-        if words[j].value is None or replace in (words[j].value or ""):
-            words[j] = Word(words[j].text, None, "", words[j].node)
-    return (i, set())
-
-
-def _w_shell_c(a: _Analysis, words: list[Word], depth: int) -> Any:
-    """``bash -c STRING``: the string is parsed; without -c the shell is a command."""
-    i = 1
-    has_c = False
-    while i < len(words):
-        v = words[i].value
-        if v is None:
-            break
-        if v in ("-o", "-O", "+O", "+o", "--rcfile", "--init-file"):
-            i += 2
-            continue
-        if v == "--":
-            i += 1
-            break
-        if v.startswith(("-", "+")) and v != "-":
-            if v.startswith("-") and not v.startswith("--") and "c" in v[1:]:
-                has_c = True
-            i += 1
-            continue
-        break
-    if not has_c:
-        return None
-    if i >= len(words):
-        return None
-    string = words[i]
-    if string.value is None:
-        a.opaque(f"{words[0].text} -c with a string that is not static")
-        a.commands.setdefault(" ".join(w.text for w in words), None)
-        return _DONE
-    a.source(string.value, depth + 1)
-    return _DONE
-
-
-def _w_eval(a: _Analysis, words: list[Word], depth: int) -> Any:
-    rest = words[1:]
-    if not rest:
-        return None
-    if any(w.value is None for w in rest):
-        a.opaque("eval of a string that is not static")
-        a.commands.setdefault(" ".join(w.text for w in words), None)
-        return _DONE
-    a.source(" ".join(w.value or "" for w in rest), depth + 1)
-    return _DONE
-
-
-def _w_watch(a: _Analysis, words: list[Word], depth: int) -> Any:
-    i = _skip_options(words, frozenset({"-n", "-q"}), long_with_arg=frozenset({"--interval"}))
-    if i is None or i >= len(words):
-        return None
-    return _as_shell_string(a, words, i, depth)
-
-
-_WRAPPERS: dict[str, Any] = {
-    "sudo": _w_sudo,
-    "doas": _w_doas,
-    "env": _w_env,
-    "nohup": _w_plain(),
-    "timeout": _w_timeout,
-    "nice": _w_nice,
-    "time": _w_plain(frozenset({"-o", "-f"}), frozenset({"--output", "--format"})),
-    "command": _w_command,
-    "exec": _w_plain(frozenset({"-a"})),
-    "builtin": _w_plain(),
-    "stdbuf": _w_plain(
-        frozenset({"-i", "-o", "-e"}), frozenset({"--input", "--output", "--error"})
-    ),
-    "ionice": _w_plain(frozenset({"-c", "-n", "-p", "-P", "-u"})),
-    "setsid": _w_plain(),
-    "coproc": _w_plain(),
-    "xargs": _w_xargs,
-    "watch": _w_watch,
-    "eval": _w_eval,
-    **dict.fromkeys(SHELLS, _w_shell_c),
-}
-
-
-def analyze(command: str, cwd: str) -> ShellAnalysis:
-    """Analyse ``command`` as it would run in ``cwd`` (see the module docstring)."""
-    analysis = _Analysis(cwd)
-    if not command.strip():
-        return analysis.result()
-    analysis.source(command)
-    return analysis.result()

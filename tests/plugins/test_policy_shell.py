@@ -4,6 +4,7 @@
 
 from __future__ import annotations
 
+import json
 import os
 import subprocess
 import sys
@@ -458,3 +459,113 @@ def test_corpus_end_to_end_through_the_bash_tool(hookcode_env: Any) -> None:
     outcome = invoke_tool(rt, "bash", {"command": "ls -a", "description": "control"})
     assert outcome.error is None, outcome.error_text
     assert "hookcode.toml" in outcome.result.output
+
+
+# ---------------------------------------------------------------------------------------------
+# the safety issue: opaque commands, defaults, explain, --yes, protected writes (CLI)
+# ---------------------------------------------------------------------------------------------
+
+
+def _cli(hookcode_env: Any, *args: str) -> subprocess.CompletedProcess[str]:
+    env = dict(hookcode_env.env)
+    env.pop("HOOKCODE_LOAD_PLUGINS", None)
+    return subprocess.run(
+        [sys.executable, "-m", "hookcode", *args],
+        env=env,
+        cwd=hookcode_env.project,
+        capture_output=True,
+        text=True,
+        stdin=subprocess.DEVNULL,
+        timeout=120,
+    )
+
+
+def test_explain_says_why_a_command_is_opaque(hookcode_env: Any) -> None:
+    hookcode_env.write_config({"permission": {"bash": {"*": "deny", "echo *": "allow"}}})
+    proc = _cli(hookcode_env, "permissions", "explain", "bash", "echo ${x:-`touch P`}")
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.startswith("deny")
+    assert "opaque: the command could not be analysed completely" in proc.stdout
+    assert "the operand of ${x:-`touch P`} expands or quotes" in proc.stdout
+    proc = _cli(hookcode_env, "permissions", "explain", "bash", "for x in a; do echo $((x)); done",
+                "--json")  # fmt: skip
+    data = json.loads(proc.stdout)
+    assert data["decision"] == "deny" and data["opaque"]
+    assert any("arithmetic" in reason for reason in data["reasons"])
+
+
+def test_the_default_asks_for_what_is_not_read_only(hookcode_env: Any) -> None:
+    for command, expected in [
+        ("rm -rf /", "ask"),
+        ("ls -la", "allow"),
+        ("git status && git diff | head", "allow"),
+        ("echo hi > notes.txt", "ask"),
+        ("find . -name x -delete", "ask"),
+        ("cat README.md", "allow"),
+        ("python -c 'print(1)'", "ask"),
+    ]:
+        proc = _cli(hookcode_env, "permissions", "explain", "bash", command, "--json")
+        assert proc.returncode == 0, proc.stderr
+        assert json.loads(proc.stdout)["decision"] == expected, (command, proc.stdout)
+
+
+def test_bash_allow_restores_allow_all_but_not_for_opaque(hookcode_env: Any) -> None:
+    hookcode_env.write_config({"permission": {"bash": "allow"}})
+    for command, expected in [("rm -rf build", "allow"), ("echo ${!x}", "ask")]:
+        proc = _cli(hookcode_env, "permissions", "explain", "bash", command, "--json")
+        assert json.loads(proc.stdout)["decision"] == expected, (command, proc.stdout)
+
+
+def test_explain_lists_reads_and_protected_writes(hookcode_env: Any) -> None:
+    hookcode_env.write_config({"permission": {"bash": "allow", "read": {"*.env": "deny"}}})
+    (hookcode_env.project / ".env").write_text("K=v\n")
+    proc = _cli(hookcode_env, "permissions", "explain", "bash", "cat .env > hookcode.toml",
+                "--json")  # fmt: skip
+    data = json.loads(proc.stdout)
+    assert data["decision"] == "deny"
+    by_permission = {r["permission"]: r for r in data["requests"]}
+    assert by_permission["read"]["decision"] == "deny"
+    assert by_permission["edit"]["protected"] == {"hookcode.toml": "hookcode.toml"}
+    assert by_permission["edit"]["decision"] == "ask"
+
+
+def test_yes_never_approves_an_opaque_command_under_a_catch_all_deny(hookcode_env: Any) -> None:
+    hookcode_env.write_config({"permission": {"bash": {"*": "deny", "echo *": "allow"}}})
+    args = {"command": "echo ${x:-`touch P`}", "description": "attack"}
+    proc = _cli(hookcode_env, "tools", "call", "bash", json.dumps(args), "--yes")
+    assert proc.returncode == 1
+    assert "denies what cannot be analysed" in proc.stderr
+    assert not (hookcode_env.project / "P").exists()
+    # without the catch-all deny it asks, and --yes answers the ask
+    hookcode_env.write_config({"permission": {"bash": {"*": "ask", "echo *": "allow"}}})
+    proc = _cli(hookcode_env, "tools", "call", "bash", json.dumps(args), "--yes")
+    assert proc.returncode == 0, proc.stderr
+    assert (hookcode_env.project / "P").exists()
+
+
+def test_a_protected_write_through_bash_needs_a_rule_naming_it(hookcode_env: Any) -> None:
+    config = hookcode_env.project / "hookcode.toml"
+    hookcode_env.write_config({"permission": {"bash": "allow", "edit": "allow"}})
+    before = config.read_text()
+    args = {"command": "echo '[permission]' >> hookcode.toml", "description": "self-edit"}
+    proc = _cli(hookcode_env, "tools", "call", "bash", json.dumps(args), "--yes")
+    assert proc.returncode == 1
+    assert "protected path" in proc.stderr and "--yes does not approve it" in proc.stderr
+    assert config.read_text() == before
+    hookcode_env.write_config(
+        {"permission": {"bash": "allow", "edit": {"*": "allow", "hookcode.toml": "allow"}}}
+    )
+    before = config.read_text()
+    proc = _cli(hookcode_env, "tools", "call", "bash", json.dumps(args))
+    assert proc.returncode == 0, proc.stderr
+    assert config.read_text() == before + "[permission]\n"
+
+
+def test_read_rules_apply_to_shell_readers(hookcode_env: Any) -> None:
+    hookcode_env.write_config({"permission": {"bash": "allow", "read": {"*.env": "deny"}}})
+    (hookcode_env.project / ".env").write_text("TOKEN=sk-secret-value\n")
+    for command in ("cat .env", "grep -r TOKEN .", "head -1 .env", "cat < .env"):
+        args = {"command": command, "description": "read"}
+        proc = _cli(hookcode_env, "tools", "call", "bash", json.dumps(args), "--yes")
+        assert proc.returncode == 1, (command, proc.stdout)
+        assert "sk-secret-value" not in proc.stdout + proc.stderr

@@ -114,6 +114,8 @@ _MAY_ASSIGN = re.compile(
     r"let|wait)\b|(^|[\s;&|(])\.\s"
 )
 _BLANKS = re.compile(r"[ \t\n]")
+#: what tree-sitter-bash may skip as "extra" text besides blanks: a backslash before a blank
+_DROPPED = re.compile(r"\\[ \t\v\f\r]")
 #: combinations of a loop variable's values inside one word that are followed
 MAX_COMBINATIONS = 64
 #: how deeply strings given to shells are parsed
@@ -247,7 +249,7 @@ class Analysis:
         root = tree.root_node
         if root.has_error:
             self.opaque("the command could not be parsed")
-        else:
+        elif _DROPPED.search(source):
             ignored = _ignored_text(root, source.encode("utf-8", "surrogateescape"))
             if ignored is not None:
                 self.opaque(
@@ -1050,17 +1052,21 @@ def _ignored_text(root: Any, data: bytes) -> str | None:
     """Text outside every token of the tree that is not a blank: tree-sitter dropped it (it
     drops ``\\ `` at the start of a word, so ``ls \\ #x; rm y`` looks like ``ls`` and a
     comment, while bash runs ``rm y``)."""
-    covered = bytearray(len(data))
+    spans: list[tuple[int, int]] = []
     stack = [root]
     while stack:
         node = stack.pop()
         if node.child_count == 0 or node.type in ("comment", "heredoc_body", "raw_string"):
-            covered[node.start_byte : node.end_byte] = b"\x01" * (node.end_byte - node.start_byte)
-            continue
-        stack.extend(node.children)
-    for at, byte in enumerate(data):
-        if not covered[at] and byte not in b" \t\n":
-            return data[at : at + 12].decode("utf-8", "replace")
+            spans.append((node.start_byte, node.end_byte))
+        else:
+            stack.extend(node.children)
+    spans.sort()
+    position = 0
+    for start, end in [*spans, (len(data), len(data))]:
+        if start > position and data[position:start].strip(b" \t\n"):
+            gap = data[position:start].lstrip(b" \t\n")
+            return gap[:12].decode("utf-8", "replace")
+        position = max(position, end)
     return None
 
 

@@ -48,6 +48,9 @@ class Places:
         self.cwd_known = True
         self.overflow = False
         self._resolved: dict[tuple[str, str], list[str]] = {}
+        self._isdir: dict[str, bool] = {}
+        self._exists: dict[tuple[str, str], tuple[bool, bool]] = {}
+        self._done: set[tuple[str, str, str, str, bool]] = set()
         self.outside: dict[str, None] = {}
         self.reads: dict[str, None] = {}
         self.writes: dict[str, None] = {}
@@ -95,6 +98,10 @@ class Places:
                 self._opaque(f"the path {w.text} climbs out of one of too many directories")
         glob_at = GLOB.search(w.mask)
         for base in self.cwds:
+            key = (base, value, w.mask if glob_at else "", role, recursive)
+            if key in self._done:
+                continue  # the same path from the same place: nothing new to learn
+            self._done.add(key)
             if glob_at:
                 directories, matches = self.expand_glob(base, value, w.mask)
                 for directory in directories:
@@ -107,11 +114,17 @@ class Places:
                     self.check_place(resolved)
                     self.record(role, resolved, spelled, recursive=recursive)
 
+    def isdir(self, path: str) -> bool:
+        found = self._isdir.get(path)
+        if found is None:
+            found = self._isdir[path] = os.path.isdir(path)
+        return found
+
     def record(self, role: str, resolved: str, spelled: str, *, recursive: bool) -> None:
         """Note a read or written path (as resolved and as spelled: a rule may name either);
         ``DIR/**`` for a directory read or written as a whole tree."""
         names = [resolved] if spelled == resolved else [resolved, spelled]
-        is_dir = os.path.isdir(resolved)
+        is_dir = self.isdir(resolved)
         if role in (READ, RW) and (recursive or not is_dir):
             for name in names:
                 self.reads.setdefault(_tree(name) if is_dir else name, None)
@@ -142,7 +155,7 @@ class Places:
         path = resolved.rstrip("/") or "/"
         if self.inside(path) or path in SPECIAL_FILES:
             return
-        directory = path if directory_only or os.path.isdir(path) else os.path.dirname(path)
+        directory = path if directory_only or self.isdir(path) else os.path.dirname(path)
         if directory in self.outside or any(_within(directory, d) for d in self.outside):
             return  # asked about already, with a directory above it
         for known in [d for d in self.outside if _within(d, directory)]:
@@ -206,9 +219,20 @@ class Places:
         found = self._resolved.get(key)
         if found is None:
             joined = os.path.join(base, value)
-            first = os.path.normpath(str(realpath_nearest(Path(joined))))
-            second = os.path.normpath(str(realpath_nearest(Path(os.path.normpath(joined)))))
+            # os.path.realpath is what hookcode.fileio.realpath_nearest does, without Path
+            first = os.path.realpath(joined)
+            second = os.path.realpath(os.path.normpath(joined))
             found = self._resolved[key] = [first] if first == second else [first, second]
+        return found
+
+    def exists(self, base: str, value: str) -> tuple[bool, bool]:
+        """(whether ``value`` names something from ``base`` (a dangling link counts), and
+        whether that is a regular file)."""
+        key = (base, value)
+        found = self._exists.get(key)
+        if found is None:
+            path = os.path.join(base, value)
+            found = self._exists[key] = (os.path.lexists(path), os.path.isfile(path))
         return found
 
 

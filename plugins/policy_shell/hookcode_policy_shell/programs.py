@@ -110,14 +110,11 @@ def unknown_program(a: Analysis, args: list[Word]) -> None:
         if "://" in value or value in SPECIAL_FILES:
             continue
         looks_like_path = value.startswith(("/", "~")) or ".." in value.split("/")
-        exists = any(os.path.lexists(os.path.join(base, value)) for base in a.places.cwds)
-        if not (looks_like_path or exists):
+        found = [a.places.exists(base, value) for base in a.places.cwds]
+        if not (looks_like_path or any(exists for exists, _ in found)):
             continue
-        is_file = any(os.path.isfile(os.path.join(base, value)) for base in a.places.cwds)
+        is_file = any(is_file for _, is_file in found)
         a.path_argument(w, READ if is_file else PATH, quiet=True)
-
-
-# -- paths ------------------------------------------------------------------------------
 
 
 # ---------------------------------------------------------------------------------------------

@@ -158,6 +158,8 @@ def input_problem(source: str) -> str | None:
 
 def unescape_word(text: str) -> tuple[str, str]:
     """(value, mask) of an unquoted word: backslashes escape the next character."""
+    if "\\" not in text:
+        return text, text
     out: list[str] = []
     mask: list[str] = []
     i = 0
@@ -246,6 +248,8 @@ _EXPANSION_START = re.compile(r"[A-Za-z_0-9{(\[@*#?$!\-'\"]")
 def unquoted_problem(text: str) -> str | None:
     """For the text of an unquoted word leaf: an unescaped backtick or ``$`` that starts an
     expansion means tree-sitter took for literal text what bash will expand."""
+    if "`" not in text and "$" not in text:
+        return None
     i = 0
     while i < len(text):
         c = text[i]

@@ -43,6 +43,8 @@ external_directory = "deny"
 "head *" = "allow"
 "grep *" = "allow"
 "wc *" = "allow"
+"sed *" = "allow"
+"sort *" = "allow"
 "true *" = "allow"
 "git status *" = "allow"
 "git log *" = "allow"
@@ -247,6 +249,30 @@ GROUPS: dict[str, list[tuple[str, bool]]] = {
         ("cd sub && echo x > ../hookcode.toml", True),
         ("echo x > HOOKCODE.TOML", True),
     ],
+    # (beyond the list) file-writing commands whose target is in a script or an
+    # option, globs that expand to options, programs that write what their input names
+    "writers": [
+        ("sed -i 's/deny/allow/' hookcode.toml", True),
+        ("sed -n 'w hookcode.toml' victim.txt", True),
+        ("sed 's/x/y/w .git/config' victim.txt", True),
+        ("sed '1e touch P' victim.txt", True),
+        ("echo x | sed 's/x/touch P/e'", True),
+        ("sed -n 'r .env' victim.txt", True),
+        ("sed -n p .env", True),
+        ("sort -o hookcode.toml victim.txt", True),
+        ("cd opts && sort *", True),
+        ("git apply evil.patch", True),
+        ("git init --template=./tpl", True),
+        ("echo `ls` `touch P`", True),
+        ("grep -R sk-live dd", True),
+        ("sed -i~ 1d hookcode.toml", True),
+        ("sed --in-place=.bak 1d hookcode.toml", True),
+        ("sed -ni 1d hookcode.toml", True),
+        ("cat victim.txt | sed -n 'w .git/hooks/pre-commit'", True),
+        ("sort --output=.envrc victim.txt", True),
+        ("git diff --no-index --output=hookcode.toml victim.txt README.md", True),
+        ("gawk -i inplace 1 hookcode.toml", False),
+    ],
     # 7. symlinks (dangling ones too) and paths outside the project
     "outside": [
         ("echo x > dl", True),
@@ -397,6 +423,15 @@ def build_project(root: Path, project: Path, home: Path, config: str) -> Path:
         handle.write(f'[core]\n\tfsmonitor = "touch {marker}; false"\n')
     (bare / "info").mkdir(exist_ok=True)
     (bare / "info" / "attributes").write_text("* diff=x\n")
+    # a glob that expands to an option, hooks to copy, a patch that rewrites the config
+    (project / "opts").mkdir()
+    (project / "opts" / "--output=hookcode.toml").write_text("")
+    (project / "opts" / "a.txt").write_text("[permission]\n")
+    _executable(project / "tpl" / "hooks" / "pre-commit", TOUCH.format(marker=marker))
+    (project / "evil.patch").write_text(
+        "--- a/hookcode.toml\n+++ b/hookcode.toml\n@@ -1,2 +1,3 @@\n-[permission]\n"
+        '+[permission]\n+"*" = "allow"\n external_directory = "deny"\n'
+    )
     # links
     (project / "dl").symlink_to(outside / "new-file")
     (project / "dl-chain").symlink_to("dl")

@@ -226,6 +226,8 @@ class Spec:
     writes_unknown: frozenset[str] = frozenset()
     #: options whose argument is a program or command line the command runs
     runs: frozenset[str] = frozenset()
+    #: options that make it rewrite the files it is given (``gawk -i inplace``)
+    in_place: frozenset[str] = frozenset()
 
 
 def _opts(role: str, *names: str) -> dict[str, str]:
@@ -357,7 +359,6 @@ SPECS: dict[str, Spec] = {
             "bzcat",
             "xzcat",
             "zstdcat",
-            "file",
             "diff",
             "cmp",
             "sdiff",
@@ -456,20 +457,21 @@ SPECS: dict[str, Spec] = {
         },
         pattern_options=frozenset({"-f", "--from-file"}),
     ),
-    "sed": Spec(
+    "file": Spec(
         READ,
-        first=NONE,
-        options={
-            **_opts(NONE, "-e", "--expression", "-l", "--line-length"),
-            **_opts(READ, "-f", "--file"),
-        },
-        pattern_options=frozenset({"-e", "--expression", "-f", "--file"}),
+        options=_opts(READ, "-m", "--magic-file", "-f", "--files-from"),
+        unsafe=frozenset({"-C", "--compile"}),
     ),
     "awk": Spec(
         READ,
         first=NONE,
-        options={**_opts(NONE, "-F", "-v", "--assign"), **_opts(READ, "-f", "--file")},
+        options={
+            **_opts(NONE, "-F", "-v", "--assign", "-i", "--include", "-l", "--load"),
+            **_opts(READ, "-f", "--file"),
+        },
         pattern_options=frozenset({"-f", "--file"}),
+        in_place=frozenset({"-i", "--include"}),
+        runs=frozenset({"-l", "--load"}),
     ),
     # names of files and directories
     "ls": Spec(
@@ -619,6 +621,8 @@ SPECS: dict[str, Spec] = {
     "tar": Spec(PATH),  # handled by the analyser (modes)
     "xxd": Spec(READ, last=WRITE, options=_opts(NONE, "-c", "-g", "-l", "-s", "-o", "-n")),
 }
+
+SPECS["gawk"] = SPECS["mawk"] = SPECS["awk"]
 
 #: the commands whose every use (with the options they are given) reads only: the built-in
 #: agents allow them by default when every path is inside the project (the strict profile's

@@ -49,6 +49,7 @@ def judge(a: Analysis, name: str, words: list[Word], depth: int) -> bool:
 
 
 def by_spec(a: Analysis, name: str, spec: Spec, args: list[Word]) -> bool:
+    args = _with_option_matches(a, args)
     options, positional = split_options([w.value for w in args], spec)
     names = {option for option, _ in options}
     safe = not (names & spec.unsafe)
@@ -63,6 +64,9 @@ def by_spec(a: Analysis, name: str, spec: Spec, args: list[Word]) -> bool:
         for option, value in options:
             if option in ("-d", "--directories") and value == "recurse":
                 recursive = True
+    in_place = any(
+        option in spec.in_place and value in (None, "inplace") for option, value in options
+    )
     has_pattern = bool(names & spec.pattern_options)
     searched = False
     for option, value in options:
@@ -81,6 +85,8 @@ def by_spec(a: Analysis, name: str, spec: Spec, args: list[Word]) -> bool:
             spec.last == WRITE
         ):
             role = spec.positional
+        if in_place and role == READ:
+            role = RW
         w = args[index]
         if w.value == "-" and role in (READ, PATH):
             continue
@@ -92,6 +98,23 @@ def by_spec(a: Analysis, name: str, spec: Spec, args: list[Word]) -> bool:
         # `grep -r PATTERN` and `rg PATTERN` search the working directory
         a.path_argument(Word(".", "."), READ, recursive=True)
     return safe and all(w.harmless for w in args)
+
+
+def _with_option_matches(a: Analysis, args: list[Word]) -> list[Word]:
+    """``args`` with each glob that matches a file named like an option (``sort *`` next to a
+    file called ``--output=hookcode.toml``) replaced by its matches, as the command will see
+    them: such a match is an option to it, not a path."""
+    out: list[Word] = []
+    for w in args:
+        if w.value is not None and w.glob and w.mask[:1] in ("*", "?", "["):
+            matches = [
+                m for base in a.places.cwds for m in a.places.expand_glob(base, w.value, w.mask)[1]
+            ]
+            if any(m.startswith("-") for m in matches):
+                out += [Word(m, m, node=w.node) for m in dict.fromkeys(matches)]
+                continue
+        out.append(w)
+    return out
 
 
 def unknown_program(a: Analysis, args: list[Word]) -> None:
@@ -340,6 +363,13 @@ def _s_git(a: Analysis, name: str, args: list[Word], depth: int) -> bool:
         (v or "").startswith(("--upload-pack", "--receive-pack", "--exec=", "-u")) for v in values
     ) and sub in ("clone", "fetch", "pull", "push", "ls-remote", "archive"):
         a.opaque(f"git {sub} with --upload-pack/--receive-pack/--exec runs a program")
+    if sub in ("apply", "am") and not {"--check", "--stat", "--numstat", "--summary"} & {
+        v for v in values if v
+    }:
+        a.opaque(f"git {sub} writes the files named inside the patch, which cannot be checked")
+        safe = False
+    if sub in ("init", "clone") and any((v or "").startswith("--template") for v in values):
+        a.opaque(f"git {sub} --template copies hooks into the repository")
     if sub in ("clone",) and any(
         v in ("-c", "--config") or (v or "").startswith("--config=") for v in values
     ):
@@ -608,6 +638,98 @@ def _git_writes_config(sub: str, values: list[str | None]) -> bool:
     return sub == "maintenance" and bool(positional) and positional[0] in ("start", "register")
 
 
+def _s_sed(a: Analysis, name: str, args: list[Word], depth: int) -> bool:
+    """sed: the files given are read (and written with ``-i``); the script's own ``w``/``W``
+    writes and ``r``/``R`` reads are paths like any other; ``e`` runs commands (opaque)."""
+    from hookcode_policy_shell.sed import read_script
+
+    scripts: list[str | None] = []
+    files: list[Word] = []
+    in_place = sandbox = False
+    k = 0
+    done = False
+    while k < len(args):
+        w = args[k]
+        v = w.value
+        if done or v is None or v == "-" or not v.startswith("-"):
+            files.append(w)
+            k += 1
+            continue
+        if v == "--":
+            done = True
+        elif v in ("-e", "--expression"):
+            scripts.append(args[k + 1].value if k + 1 < len(args) else None)
+            k += 1
+        elif v.startswith("--expression="):
+            scripts.append(v.split("=", 1)[1])
+        elif v in ("-f", "--file") or v.startswith("--file="):
+            target = (
+                v.split("=", 1)[1]
+                if "=" in v
+                else (args[k + 1].value if k + 1 < len(args) else None)
+            )
+            if "=" not in v:
+                k += 1
+            scripts.append(_script_file(a, target))
+        elif v in ("-l", "--line-length"):
+            k += 1
+        elif v.startswith("--in-place") or (v.startswith("-i") and not v.startswith("--")):
+            in_place = True
+        elif v == "--sandbox":
+            sandbox = True
+        elif not v.startswith("--") and len(v) > 2:
+            # a bundle of short options: -ne 'script', -i.bak is handled above, -nE
+            letters = v[1:]
+            if "i" in letters:
+                in_place = True
+            if letters.endswith("e"):
+                scripts.append(args[k + 1].value if k + 1 < len(args) else None)
+                k += 1
+            elif letters.endswith("f"):
+                scripts.append(_script_file(a, args[k + 1].value if k + 1 < len(args) else None))
+                k += 1
+        k += 1
+    if not scripts and files:
+        first = files.pop(0)
+        scripts.append(first.value)
+    safe = not in_place
+    for script in scripts:
+        found = read_script(script) if script is not None else None
+        if found is None:
+            a.opaque("a sed script that is not static or not understood can write files and run "
+                     "commands")  # fmt: skip
+            return False
+        if found.runs and not sandbox:
+            a.opaque("the sed script runs commands (e)")
+            safe = False
+        for path in [] if sandbox else found.writes:
+            if path not in ("/dev/stdout", "/dev/stderr"):
+                a.path_argument(Word(path, path), WRITE)
+                safe = False
+        for path in [] if sandbox else found.reads:
+            a.path_argument(Word(path, path), READ)
+    for w in files:
+        if w.value != "-":
+            a.path_argument(w, RW if in_place else READ)
+    return safe and all(w.harmless for w in args)
+
+
+def _script_file(a: Analysis, path: str | None) -> str | None:
+    """The text of a ``sed -f`` script (checked as a file read), or None when it cannot be
+    read now."""
+    if path is None:
+        return None
+    a.path_argument(Word(path, path), READ)
+    full = os.path.join(a.places.cwds[0], path) if len(a.places.cwds) == 1 else None
+    try:
+        if full is None or os.path.getsize(full) > 1 << 16:
+            return None
+        with open(full, encoding="utf-8") as handle:
+            return handle.read()
+    except (OSError, UnicodeDecodeError):
+        return None
+
+
 def _s_go(a: Analysis, name: str, args: list[Word], depth: int) -> bool:
     values = [w.value for w in args]
     if not values or any(v is None for v in values):
@@ -813,6 +935,7 @@ _SPECIAL: dict[str, Any] = {
     "dd": _s_dd,
     "git": _s_git,
     "go": _s_go,
+    "sed": _s_sed,
     "read": _s_assigning,
     "mapfile": _s_assigning,
     "readarray": _s_assigning,

@@ -34,6 +34,7 @@ __all__ = [
     "load_agent_files",
     "parse_frontmatter",
     "project_dirs",
+    "untrusted_agent_items",
     "user_config_dir",
 ]
 
@@ -98,21 +99,39 @@ def agent_dirs(cwd: Path, worktree: Path, env: Mapping[str, str]) -> list[Path]:
     ]
 
 
-def load_agent_files(config: Any, cwd: Path, worktree: Path, env: Mapping[str, str]) -> list[str]:
+def load_agent_files(
+    config: Any, cwd: Path, worktree: Path, env: Mapping[str, str], *, trusted: bool = False
+) -> list[str]:
     """Add the agents of ``*.md`` files (YAML-style frontmatter + a prompt body) to
     ``config.core.agent``, as if each were an ``[agent.NAME]`` table; keys set in TOML config
-    win over the file's. Returns warnings (a bad file is skipped, never fatal)."""
-    from hookcode.config import AgentConfig
+    win over the file's. Returns warnings (a bad file is skipped, never fatal).
+
+    Unless ``trusted``, the ``permission`` of a project's agent file is handled like that of
+    its ``hookcode.toml``: allow rules are left out (listed in ``config.untrusted``), deny and
+    ask rules go to ``config.tightening``."""
+    from hookcode.config import AgentConfig, Tightening, split_permission
+    from hookcode.configfiles import read_config_file
+    from hookcode.errors import ConfigError
+    from hookcode.trust import describe_path
 
     warnings: list[str] = []
     found: dict[str, dict[str, Any]] = {}
+    user = agent_dirs(cwd, worktree, env)[0]
     for directory in agent_dirs(cwd, worktree, env):
         if not directory.is_dir():
             continue
+        untrusted = not trusted and directory != user
         for path in sorted(directory.glob("*.md")):
             try:
-                meta, body = parse_frontmatter(path.read_text(encoding="utf-8"))
-            except (OSError, UnicodeDecodeError, ValueError) as exc:
+                # a FIFO or a dangling link named *.md is an error, never a hang
+                data = read_config_file(path)
+                if data is None:
+                    continue
+                meta, body = parse_frontmatter(data.decode("utf-8"))
+            except ConfigError as exc:
+                warnings.append(f"agent file {exc}; skipped")
+                continue
+            except (UnicodeDecodeError, ValueError) as exc:
                 warnings.append(f"agent file {path}: {exc}; skipped")
                 continue
             unknown = sorted(set(meta) - set(AGENT_FILE_KEYS))
@@ -131,6 +150,13 @@ def load_agent_files(config: Any, cwd: Path, worktree: Path, env: Mapping[str, s
                 first = str(exc).splitlines()
                 warnings.append(f"agent file {path}: {' '.join(first[:3])}; skipped")
                 continue
+            if untrusted and "permission" in meta:
+                kept, dropped = split_permission(meta.pop("permission"))
+                if dropped:
+                    config.untrusted.append(f"allow rules ({describe_path(path, worktree)})")
+                if kept is not None:
+                    rule_path = ("agent", name, "permission")
+                    config.tightening.append(Tightening(rule_path, kept, str(path)))
             found[name] = meta
     if not found:
         return warnings
@@ -142,6 +168,15 @@ def load_agent_files(config: Any, cwd: Path, worktree: Path, env: Mapping[str, s
             merged.update(existing.model_dump(exclude_unset=True))
         agents[name] = AgentConfig.model_validate(merged)
     return warnings
+
+
+def untrusted_agent_items(cwd: Path, worktree: Path, env: Mapping[str, str]) -> list[str]:
+    """The allow rules an untrusted folder's agent files would lose (for the trust prompt)."""
+    from hookcode.config import Config, CoreConfig
+
+    scratch = Config(core=CoreConfig())
+    load_agent_files(scratch, cwd, worktree, env, trusted=False)
+    return scratch.untrusted
 
 
 def parse_frontmatter(text: str) -> tuple[dict[str, Any], str]:

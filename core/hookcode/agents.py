@@ -191,7 +191,7 @@ def parse_frontmatter(text: str) -> tuple[dict[str, Any], str]:
             break
     else:
         raise ValueError("frontmatter is not closed by a '---' line")
-    meta = _parse_block(lines[1:end], 0, len(lines[1:end]), 1)
+    meta = _parse_block(lines[1:end], 0, len(lines[1:end]), 1, 1)
     return meta, "\n".join(lines[end + 1 :])
 
 
@@ -199,7 +199,15 @@ def _indent(line: str) -> int:
     return len(line) - len(line.lstrip(" "))
 
 
-def _parse_block(lines: list[str], start: int, stop: int, lineno: int) -> dict[str, Any]:
+def _parse_block(
+    lines: list[str], start: int, stop: int, lineno: int, depth: int
+) -> dict[str, Any]:
+    from hookcode.configfiles import MAX_DEPTH
+
+    if depth > MAX_DEPTH:  # a hostile file nested thousands of levels: an error, not a crash
+        raise ValueError(
+            f"frontmatter line {lineno + start}: nested deeper than {MAX_DEPTH} levels"
+        )
     out: dict[str, Any] = {}
     i = start
     base: int | None = None
@@ -229,7 +237,7 @@ def _parse_block(lines: list[str], start: int, stop: int, lineno: int) -> dict[s
             text = "\n".join(block) if rest.startswith("|") else " ".join(b for b in block if b)
             out[str(key)] = text.strip("\n") if rest.endswith("-") else text.rstrip("\n") + "\n"
         elif rest == "":
-            out[str(key)] = _parse_block(lines, i + 1, j, lineno) if j > i + 1 else None
+            out[str(key)] = _parse_block(lines, i + 1, j, lineno, depth + 1) if j > i + 1 else None
         else:
             if j > i + 1 and any(lines[k].strip() for k in range(i + 1, j)):
                 raise ValueError(f"frontmatter line {lineno + i + 1}: unexpected indentation")

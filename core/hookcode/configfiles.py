@@ -23,6 +23,7 @@ __all__ = [
     "PERMISSION_ENV",
     "Layer",
     "PluginSelection",
+    "check_depth",
     "config_paths",
     "data_dir_for",
     "deep_merge",
@@ -131,7 +132,7 @@ def _parse_toml(text: str, source: str) -> dict[str, Any]:
         raise ConfigError(f"invalid TOML: {exc}", file=source) from None
     except RecursionError:
         raise _too_deep(source) from None
-    _check_depth(data, source)
+    check_depth(data, source)
     return data
 
 
@@ -144,7 +145,7 @@ def _parse_json(text: str, source: str) -> Any:
         raise ConfigError(f"invalid JSON: {exc}", file=source) from None
     except RecursionError:
         raise _too_deep(source) from None
-    _check_depth(value, source)
+    check_depth(value, source)
     return value
 
 
@@ -152,7 +153,7 @@ def _too_deep(source: str) -> ConfigError:
     return ConfigError(f"tables or arrays nested deeper than {MAX_DEPTH} levels", file=source)
 
 
-def _check_depth(value: Any, source: str) -> None:
+def check_depth(value: Any, source: str) -> None:
     """Refuse a value nested deeper than :data:`MAX_DEPTH` (checked without recursion, before
     anything recursive, merging or validation, looks at it)."""
     stack: list[tuple[Any, int]] = [(value, 0)]

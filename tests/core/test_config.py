@@ -792,6 +792,17 @@ def test_an_agent_file_that_is_a_fifo_is_a_warning_not_a_hang(
     assert any("dangling.md: is a symbolic link to a missing file" in w for w in rt.config.warnings)
 
 
+def test_an_agent_file_nested_thousands_of_levels_is_a_warning(hookcode_env: HookcodeEnv) -> None:
+    agents = hookcode_env.project / ".hookcode" / "agents"
+    agents.mkdir(parents=True)
+    lines = ["---", *(" " * i + f"k{i}:" for i in range(5000)), " " * 5000 + "x: 1", "---", "b"]
+    (agents / "deep.md").write_text("\n".join(lines))
+    rt = hookcode_env.runtime()
+    assert "deep" not in rt.agents()
+    (warning,) = [w for w in rt.config.warnings if "deep.md" in w]
+    assert warning.endswith(f"nested deeper than {MAX_DEPTH} levels; skipped")
+
+
 @pytest.mark.parametrize("kind", ["fifo", "directory", "dangling"])
 def test_cli_bad_config_file_is_one_line_exit_1(hookcode_env: HookcodeEnv, kind: str) -> None:
     path = hookcode_env.project / "hookcode.toml"

@@ -724,21 +724,25 @@ def _untrusted_layer(
         if kept is not None:
             tightening.append(Tightening(path, kept, layer.source))
 
-    if "tools" in data and isinstance(data["tools"], dict):
-        tools = data.pop("tools")
-        denied = {name: on for name, on in tools.items() if on is not True}
+    # rules are taken apart only once they validate (as core reads them: "false" is false);
+    # an invalid value stays in the layer, where validation reports it with its file
+    tools = _validated("tools", data.get("tools"))
+    if tools is not None:
+        del data["tools"]
+        denied = {name: on for name, on in tools.items() if not on}
         allow_dropped |= len(denied) != len(tools)
         if denied:
             tightening.append(Tightening(("tools",), denied, layer.source))
-    if "permission" in data:
+    if _validated("permission", data.get("permission")) is not None:
         tighten(("permission",), data.pop("permission"))
     agents = data.get("agent")
     if isinstance(agents, dict):
         data["agent"] = {}
         for name, table in agents.items():
-            if isinstance(table, dict) and "permission" in table:
+            if isinstance(table, dict) and _validated("agent", {name: table}) is not None:
+                if "permission" in table:
+                    tighten(("agent", name, "permission"), table["permission"])
                 table = {k: v for k, v in table.items() if k != "permission"}
-                tighten(("agent", name, "permission"), agents[name]["permission"])
             data["agent"][name] = table
     # core's own keys go through the same markers ([plugins], [experimental])
     core = _strip_untrusted(
@@ -772,22 +776,14 @@ def _untrusted_layer(
     return Layer(layer.source, data, project=True), items, tightening
 
 
-def _check_tightening(tightening: Sequence[Tightening]) -> None:
-    """Validate the rules kept apart as core would have validated them in the file."""
-    for item in tightening:
-        if item.path == ("tools",):
-            fields: dict[str, Any] = {"tools": item.value}
-        elif item.path == ("permission",):
-            fields = {"permission": item.value}
-        else:
-            fields = {"agent": {item.path[1]: {"permission": item.value}}}
-        try:
-            CoreConfig.model_validate(fields)
-        except ValidationError as exc:
-            problem = _validation_problems(exc, CoreConfig, ())[0]
-            raise ConfigError(
-                problem.message, file=item.source, key=_dotted(problem.path)
-            ) from None
+def _validated(key: str, value: Any) -> Any:
+    """``value`` as core's field ``key`` reads it, or None when it is absent or invalid."""
+    if value is None:
+        return None
+    try:
+        return getattr(CoreConfig.model_validate({key: value}), key)
+    except ValidationError:
+        return None
 
 
 def _apply_trust(
@@ -871,7 +867,6 @@ def load_config(
     tightening: list[Tightening] = []
     if not trusted:
         layers, untrusted, tightening = _apply_trust(layers, claims, worktree)
-        _check_tightening(tightening)
 
     raw: dict[str, Any] = {}
     provenance: dict[KeyPath, str] = {}

@@ -544,3 +544,25 @@ def test_skills_of_an_untrusted_project_are_not_offered(hookcode_env: HookcodeEn
     )
     rt = hookcode_env.runtime(trusted=True)
     assert sorted(discover(rt).skills) == ["deploy", "mine", "release"]
+
+
+def test_listing_an_untrusted_projects_skills_never_walks_out_of_it(
+    hookcode_env: HookcodeEnv, tmp_path: Path
+) -> None:
+    outside = tmp_path / "outside"
+    (outside / "deep").mkdir(parents=True)
+    (outside / "deep" / "SKILL.md").write_text("---\nname: x\ndescription: y\n---\n")
+    (hookcode_env.project / ".claude").mkdir()
+    (hookcode_env.project / ".claude" / "skills").symlink_to(outside)  # or "/": the whole disk
+    skills = hookcode_env.project / ".agents" / "skills"
+    (skills / "a").mkdir(parents=True)
+    (skills / "a" / "SKILL.md").write_text("---\nname: a\ndescription: y\n---\n")
+    (skills / "a" / "loop").symlink_to(hookcode_env.project)  # never followed
+    too_deep = skills / "b" / "c" / "d" / "e" / "f"
+    too_deep.mkdir(parents=True)
+    (too_deep / "SKILL.md").write_text("---\nname: f\ndescription: y\n---\n")
+    rt = hookcode_env.runtime(trusted=False)
+    assert rt.trust.skipped == [
+        "skill directory .claude/skills",
+        "skill 'a' (.agents/skills/a/SKILL.md)",
+    ]

@@ -249,6 +249,8 @@ def project_code(cwd: Path, worktree: Path, env: Any) -> list[str]:
 
     return [
         f"skill {path.parent.name!r} ({describe_path(path, worktree)})"
+        if path.name == "SKILL.md"
+        else f"skill directory {describe_path(path, worktree)}"
         for path in project_skill_files(cwd, worktree, env)
     ]
 

@@ -106,14 +106,45 @@ def _bases(cwd: Path, worktree: Path, env: Any) -> list[tuple[Path, tuple[str, .
     return [(b, patterns, project and b not in mine) for b, patterns, project in bases]
 
 
+#: how far the untrusted listing looks (it runs before the user is asked anything: a hostile
+#: repository's ``.claude/skills -> /`` must not walk the whole disk)
+LISTING_DEPTH = 4
+LISTING_DIRS = 2000
+
+
 def project_skill_files(cwd: Path, worktree: Path, env: Any) -> list[Path]:
-    """The SKILL.md files of the project's own skill directories (for an untrusted folder)."""
-    return [
-        path
-        for base, patterns, project in _bases(cwd, worktree, env)
-        if project
-        for path in _scan(base, patterns)
-    ]
+    """The project's own skill directories and SKILL.md files, for an untrusted folder: a
+    skill root that leads outside the worktree is named itself, never walked; inside, the
+    walk follows no link and stops at :data:`LISTING_DEPTH` levels and :data:`LISTING_DIRS`
+    directories."""
+    found: list[Path] = []
+    real_worktree = Path(os.path.realpath(worktree))
+    for base, patterns, project in _bases(cwd, worktree, env):
+        if not project or not base.is_dir():
+            continue
+        real = Path(os.path.realpath(base))
+        if real != real_worktree and real_worktree not in real.parents:
+            found.append(base)  # a link out of the project: named, not walked
+            continue
+        subdirs = ("",) if patterns == _EXTERNAL else ("skill", "skills")
+        for sub in subdirs:
+            found += _bounded_walk(base / sub if sub else base)
+    return found
+
+
+def _bounded_walk(root: Path) -> list[Path]:
+    out: list[Path] = []
+    if root.is_symlink() or not root.is_dir():
+        return out
+    # os.walk follows no link by default
+    for visited, (directory, dirs, names) in enumerate(os.walk(root), 1):
+        depth = len(Path(directory).relative_to(root).parts)
+        if depth >= LISTING_DEPTH or visited >= LISTING_DIRS:
+            dirs.clear()
+        dirs.sort()
+        if "SKILL.md" in names:
+            out.append(Path(directory) / "SKILL.md")
+    return sorted(out)
 
 
 def _discover(runtime: Any) -> Discovery:

@@ -34,6 +34,7 @@ __all__ = [
     "load_agent_files",
     "parse_frontmatter",
     "project_dirs",
+    "untrusted_agent_items",
     "user_config_dir",
 ]
 
@@ -98,21 +99,39 @@ def agent_dirs(cwd: Path, worktree: Path, env: Mapping[str, str]) -> list[Path]:
     ]
 
 
-def load_agent_files(config: Any, cwd: Path, worktree: Path, env: Mapping[str, str]) -> list[str]:
+def load_agent_files(
+    config: Any, cwd: Path, worktree: Path, env: Mapping[str, str], *, trusted: bool = False
+) -> list[str]:
     """Add the agents of ``*.md`` files (YAML-style frontmatter + a prompt body) to
     ``config.core.agent``, as if each were an ``[agent.NAME]`` table; keys set in TOML config
-    win over the file's. Returns warnings (a bad file is skipped, never fatal)."""
-    from hookcode.config import AgentConfig
+    win over the file's. Returns warnings (a bad file is skipped, never fatal).
+
+    Unless ``trusted``, the ``permission`` of a project's agent file is handled like that of
+    its ``hookcode.toml``: allow rules are left out (listed in ``config.untrusted``), deny and
+    ask rules go to ``config.tightening``."""
+    from hookcode.config import AgentConfig, Tightening, split_permission
+    from hookcode.configfiles import read_config_file
+    from hookcode.errors import ConfigError
+    from hookcode.trust import describe_path
 
     warnings: list[str] = []
     found: dict[str, dict[str, Any]] = {}
+    user = agent_dirs(cwd, worktree, env)[0]
     for directory in agent_dirs(cwd, worktree, env):
         if not directory.is_dir():
             continue
+        untrusted = not trusted and directory != user
         for path in sorted(directory.glob("*.md")):
             try:
-                meta, body = parse_frontmatter(path.read_text(encoding="utf-8"))
-            except (OSError, UnicodeDecodeError, ValueError) as exc:
+                # a FIFO or a dangling link named *.md is an error, never a hang
+                data = read_config_file(path)
+                if data is None:
+                    continue
+                meta, body = parse_frontmatter(data.decode("utf-8"))
+            except ConfigError as exc:
+                warnings.append(f"agent file {exc}; skipped")
+                continue
+            except (UnicodeDecodeError, ValueError) as exc:
                 warnings.append(f"agent file {path}: {exc}; skipped")
                 continue
             unknown = sorted(set(meta) - set(AGENT_FILE_KEYS))
@@ -131,6 +150,13 @@ def load_agent_files(config: Any, cwd: Path, worktree: Path, env: Mapping[str, s
                 first = str(exc).splitlines()
                 warnings.append(f"agent file {path}: {' '.join(first[:3])}; skipped")
                 continue
+            if untrusted and "permission" in meta:
+                kept, dropped = split_permission(meta.pop("permission"))
+                if dropped:
+                    config.untrusted.append(f"allow rules ({describe_path(path, worktree)})")
+                if kept is not None:
+                    rule_path = ("agent", name, "permission")
+                    config.tightening.append(Tightening(rule_path, kept, str(path)))
             found[name] = meta
     if not found:
         return warnings
@@ -142,6 +168,15 @@ def load_agent_files(config: Any, cwd: Path, worktree: Path, env: Mapping[str, s
             merged.update(existing.model_dump(exclude_unset=True))
         agents[name] = AgentConfig.model_validate(merged)
     return warnings
+
+
+def untrusted_agent_items(cwd: Path, worktree: Path, env: Mapping[str, str]) -> list[str]:
+    """The allow rules an untrusted folder's agent files would lose (for the trust prompt)."""
+    from hookcode.config import Config, CoreConfig
+
+    scratch = Config(core=CoreConfig())
+    load_agent_files(scratch, cwd, worktree, env, trusted=False)
+    return scratch.untrusted
 
 
 def parse_frontmatter(text: str) -> tuple[dict[str, Any], str]:
@@ -156,7 +191,7 @@ def parse_frontmatter(text: str) -> tuple[dict[str, Any], str]:
             break
     else:
         raise ValueError("frontmatter is not closed by a '---' line")
-    meta = _parse_block(lines[1:end], 0, len(lines[1:end]), 1)
+    meta = _parse_block(lines[1:end], 0, len(lines[1:end]), 1, 1)
     return meta, "\n".join(lines[end + 1 :])
 
 
@@ -164,7 +199,15 @@ def _indent(line: str) -> int:
     return len(line) - len(line.lstrip(" "))
 
 
-def _parse_block(lines: list[str], start: int, stop: int, lineno: int) -> dict[str, Any]:
+def _parse_block(
+    lines: list[str], start: int, stop: int, lineno: int, depth: int
+) -> dict[str, Any]:
+    from hookcode.configfiles import MAX_DEPTH
+
+    if depth > MAX_DEPTH:  # a hostile file nested thousands of levels: an error, not a crash
+        raise ValueError(
+            f"frontmatter line {lineno + start}: nested deeper than {MAX_DEPTH} levels"
+        )
     out: dict[str, Any] = {}
     i = start
     base: int | None = None
@@ -194,7 +237,7 @@ def _parse_block(lines: list[str], start: int, stop: int, lineno: int) -> dict[s
             text = "\n".join(block) if rest.startswith("|") else " ".join(b for b in block if b)
             out[str(key)] = text.strip("\n") if rest.endswith("-") else text.rstrip("\n") + "\n"
         elif rest == "":
-            out[str(key)] = _parse_block(lines, i + 1, j, lineno) if j > i + 1 else None
+            out[str(key)] = _parse_block(lines, i + 1, j, lineno, depth + 1) if j > i + 1 else None
         else:
             if j > i + 1 and any(lines[k].strip() for k in range(i + 1, j)):
                 raise ValueError(f"frontmatter line {lineno + i + 1}: unexpected indentation")

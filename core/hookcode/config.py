@@ -10,6 +10,12 @@ Layers, in order (later wins, deep merge):
 4. ``HOOKCODE_CONFIG_CONTENT``: inline TOML, or JSON when it starts with ``{``;
 5. ``HOOKCODE_PERMISSION``: JSON, merged over the ``permission`` key.
 
+A project file (layer 2) of a folder the user has not trusted (:mod:`hookcode.trust`) may only
+tighten: its allow rules, ``[plugins]``, ``[experimental]`` and every plugin setting declared
+with :func:`hookcode.trust.trusted_only` are left out before the merge (and listed in
+``Config.untrusted``); its deny and ask rules are kept apart as ``Config.tightening``, rules
+that can make a decision stricter but never looser (:class:`hookcode.permission.Ruleset`).
+
 A key overridden by a later layer keeps the position it had in the earliest layer that set
 it; new keys are appended (key order is meaning for permission rules).
 
@@ -28,7 +34,7 @@ import types
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Annotated, Any, Literal, Union, get_args, get_origin
+from typing import TYPE_CHECKING, Annotated, Any, Literal, Union, get_args, get_origin
 
 from pydantic import (
     BaseModel,
@@ -57,6 +63,10 @@ from hookcode.configfiles import (
     user_config_dir,  # noqa: F401
 )
 from hookcode.errors import ConfigError
+from hookcode.trust import TRUSTED_ONLY, describe_path, trusted_only
+
+if TYPE_CHECKING:
+    from hookcode.plugins import Plugins
 
 __all__ = [
     "Action",
@@ -67,12 +77,16 @@ __all__ = [
     "PermissionConfig",
     "PermissionValue",
     "PluginsConfig",
+    "Tightening",
     "ToolLimits",
     "TruncationConfig",
+    "claimed_sections",
     "config_paths",
     "deep_merge",
     "json_schema",
     "load_config",
+    "split_permission",
+    "untrusted_config_items",
 ]
 
 Action = Literal["allow", "deny", "ask"]
@@ -223,7 +237,8 @@ class CoreConfig(_Strict):
         # (JSON schema output sorts keys: keep the example's order alphabetical too)
         examples=[{"*": "allow", "bash": {"*": "ask", "git status *": "allow"}, "edit": "ask"}],
         description="Permission rules: ``permission = action`` or ``{pattern = action}``; "
-        "last match wins.",
+        "last match wins. In an untrusted project's files, allow rules are ignored and deny "
+        "and ask rules can only make a decision stricter.",
     )
     agent: dict[str, AgentConfig] = Field(
         default={},
@@ -233,20 +248,41 @@ class CoreConfig(_Strict):
     tools: dict[str, bool] = Field(
         default={},
         examples=[{"webfetch": False}],
-        description="Legacy switches ``name = true|false``, turned into allow/deny rules.",
+        description="Legacy switches ``name = true|false``, turned into allow/deny rules (an "
+        "untrusted project's ``true`` is ignored).",
     )
-    plugins: PluginsConfig = Field(default_factory=PluginsConfig, description="Which plugins load.")
+    plugins: PluginsConfig = Field(
+        default_factory=PluginsConfig,
+        description="Which plugins load.",
+        # blocking a policy plugin loosens as surely as loading one
+        json_schema_extra=trusted_only(),
+    )
     truncation: TruncationConfig = Field(
         default_factory=TruncationConfig, description="The output budget of tool results."
     )
     experimental: dict[str, Any] = Field(
-        default={}, examples=[{"some_flag": True}], description="Experimental switches (unstable)."
+        default={},
+        examples=[{"some_flag": True}],
+        description="Experimental switches (unstable).",
+        # any switch could turn anything on (``exa`` sends queries to a third party)
+        json_schema_extra=trusted_only(),
     )
 
 
 CORE_KEYS: tuple[str, ...] = tuple(CoreConfig.model_fields)
 
 KeyPath = tuple[str, ...]
+
+
+@dataclass
+class Tightening:
+    """Deny and ask rules from a project file of an untrusted folder: ``path`` is where they
+    were (``("permission",)``, ``("agent", NAME, "permission")`` or ``("tools",)``), ``value``
+    what is left of them (allow rules removed), ``source`` the file."""
+
+    path: KeyPath
+    value: Any
+    source: str
 
 
 @dataclass
@@ -261,6 +297,11 @@ class Config:
     candidates: list[Path] = field(default_factory=list)
     provenance: dict[KeyPath, str] = field(default_factory=dict)
     warnings: list[str] = field(default_factory=list)
+    #: what the project files of an untrusted folder set and was left out, one item each
+    #: (``mcp.fs (hookcode.toml)``, ``allow rules (hookcode.toml)``)
+    untrusted: list[str] = field(default_factory=list)
+    #: the deny and ask rules of those files, which may only tighten
+    tightening: list[Tightening] = field(default_factory=list)
 
     def __getattr__(self, name: str) -> Any:
         # Only called for names not found normally; never recurse while `core` is unset.
@@ -554,6 +595,257 @@ def _section_paths(path: KeyPath, raw: Mapping[str, Any]) -> list[KeyPath]:
     return [path]
 
 
+# ----------------------------------------------------------------------------- untrusted
+
+
+def split_permission(value: Any) -> tuple[Any, bool]:
+    """A ``[permission]``-shaped value without its allow rules: (what is left, or None when
+    nothing is; whether any allow was removed). A value of the wrong shape is returned as is
+    (validation reports it)."""
+    if isinstance(value, str):
+        return (None, True) if value == "allow" else (value, False)
+    if not isinstance(value, dict):
+        return value, False
+    kept: dict[str, Any] = {}
+    dropped = False
+    for key, entry in value.items():
+        if isinstance(entry, dict):
+            patterns = {pattern: action for pattern, action in entry.items() if action != "allow"}
+            dropped |= len(patterns) != len(entry)
+            if patterns:
+                kept[key] = patterns
+        elif entry == "allow":
+            dropped = True
+        else:
+            kept[key] = entry
+    return (kept or None), dropped
+
+
+def _marker(extra: Any) -> list[Any] | None:
+    """The values kept by a :func:`~hookcode.trust.trusted_only` marker, or None (no marker)."""
+    if isinstance(extra, dict) and TRUSTED_ONLY in extra:
+        keep = extra[TRUSTED_ONLY]
+        return list(keep) if isinstance(keep, list | tuple) else []
+    return None
+
+
+def _is_kept(value: Any, keep: Sequence[Any]) -> bool:
+    return any(type(value) is type(k) and value == k for k in keep)
+
+
+def _field_named(model: type[BaseModel], key: str) -> Any:
+    info = model.model_fields.get(key)
+    if info is not None:
+        return info
+    for info in model.model_fields.values():
+        if key in (info.alias, info.validation_alias):
+            return info
+    return None
+
+
+def _model_type(annotation: Any) -> type[BaseModel] | None:
+    inner = _unwrap(annotation)
+    return inner if isinstance(inner, type) and issubclass(inner, BaseModel) else None
+
+
+_DROP = object()
+
+
+def _strip_untrusted(
+    model: type[BaseModel], value: Any, path: KeyPath, dropped: list[KeyPath]
+) -> Any:
+    """``value`` (a table of ``model``) without what an untrusted project may not set;
+    :data:`_DROP` when nothing is left of a table whose whole model is trusted-only."""
+    whole = _marker(model.model_config.get("json_schema_extra"))
+    if not isinstance(value, dict):
+        if whole is not None and not _is_kept(value, whole):
+            dropped.append(path)
+            return _DROP
+        return value
+    out: dict[str, Any] = {}
+    lost = False
+    for key, item in value.items():
+        info = _field_named(model, key)
+        keep = _marker(info.json_schema_extra) if info is not None else None
+        if keep is None:
+            keep = whole
+        if keep is not None and not _is_kept(item, keep):
+            lost = True
+            if whole is None:
+                dropped.append((*path, key))
+            continue
+        if info is not None:
+            item = _strip_nested(info.annotation, item, (*path, key), dropped)
+            if item is _DROP:
+                continue
+        out[key] = item
+    if whole is not None:
+        if lost:
+            dropped.append(path)
+        if not out:
+            return _DROP
+    return out
+
+
+def _strip_nested(annotation: Any, item: Any, path: KeyPath, dropped: list[KeyPath]) -> Any:
+    if not isinstance(item, dict):
+        return item
+    model = _model_type(annotation)
+    if model is not None:
+        return _strip_untrusted(model, item, path, dropped)
+    inner = _unwrap(annotation)
+    if get_origin(inner) is dict:
+        values = _model_type(get_args(inner)[1])
+        if values is not None:
+            out = {}
+            for key, sub in item.items():
+                stripped = _strip_untrusted(values, sub, (*path, key), dropped)
+                if stripped is not _DROP:
+                    out[key] = stripped
+            return out
+    return item
+
+
+def _untrusted_layer(
+    layer: Layer, claims: _Claims, worktree: Path
+) -> tuple[Layer, list[str], list[Tightening]]:
+    """A project layer of an untrusted folder as it may be used: (the layer without what
+    loosens, the items left out, the deny and ask rules kept apart)."""
+    where = describe_path(layer.source, worktree)
+    data = dict(layer.data)
+    dropped: list[KeyPath] = []
+    tightening: list[Tightening] = []
+    allow_dropped = False
+
+    def tighten(path: KeyPath, value: Any) -> None:
+        nonlocal allow_dropped
+        kept, lost = split_permission(value)
+        allow_dropped |= lost
+        if kept is not None:
+            tightening.append(Tightening(path, kept, layer.source))
+
+    # rules are taken apart only once they validate (as core reads them: "false" is false);
+    # an invalid value stays in the layer, where validation reports it with its file
+    tools = _validated("tools", data.get("tools"))
+    if tools is not None:
+        del data["tools"]
+        denied = {name: on for name, on in tools.items() if not on}
+        allow_dropped |= len(denied) != len(tools)
+        if denied:
+            tightening.append(Tightening(("tools",), denied, layer.source))
+    if _validated("permission", data.get("permission")) is not None:
+        tighten(("permission",), data.pop("permission"))
+    agents = data.get("agent")
+    if isinstance(agents, dict):
+        data["agent"] = {}
+        for name, table in agents.items():
+            if isinstance(table, dict) and _validated("agent", {name: table}) is not None:
+                if "permission" in table:
+                    tighten(("agent", name, "permission"), table["permission"])
+                table = {k: v for k, v in table.items() if k != "permission"}
+            data["agent"][name] = table
+    # core's own keys go through the same markers ([plugins], [experimental])
+    core = _strip_untrusted(
+        CoreConfig, {k: v for k, v in data.items() if k in CORE_KEYS}, (), dropped
+    )
+    data = {k: v for k, v in data.items() if k not in CORE_KEYS or k in core}
+    data.update(core)
+    for key in list(data):
+        if key in CORE_KEYS:
+            continue
+        if key in claims.whole:
+            stripped = _strip_untrusted(claims.whole[key], data[key], (key,), dropped)
+        elif key in claims.sub and isinstance(data[key], dict):
+            stripped = {}
+            for sub, value in data[key].items():
+                model = claims.sub[key].get(sub) or claims.sub[key].get("*")
+                item = (
+                    value if model is None else _strip_untrusted(model, value, (key, sub), dropped)
+                )
+                if item is not _DROP:
+                    stripped[sub] = item
+        else:
+            continue
+        if stripped is _DROP:
+            del data[key]
+        else:
+            data[key] = stripped
+    items = [f"{'.'.join(path)} ({where})" for path in dropped]
+    if allow_dropped:
+        items.insert(0, f"allow rules ({where})")
+    return Layer(layer.source, data, project=True), items, tightening
+
+
+def _validated(key: str, value: Any) -> Any:
+    """``value`` as core's field ``key`` reads it, or None when it is absent or invalid."""
+    if value is None:
+        return None
+    try:
+        return getattr(CoreConfig.model_validate({key: value}), key)
+    except ValidationError:
+        return None
+
+
+def _apply_trust(
+    layers: list[Layer], claims: _Claims, worktree: Path
+) -> tuple[list[Layer], list[str], list[Tightening]]:
+    used: list[Layer] = []
+    untrusted: list[str] = []
+    tightening: list[Tightening] = []
+    for layer in layers:
+        if not layer.project:
+            used.append(layer)
+            continue
+        kept, items, rules = _untrusted_layer(layer, claims, worktree)
+        used.append(kept)
+        untrusted += items
+        tightening += rules
+    # the legacy switches first, then [permission], then the agents' rules: core's order
+    order = {"tools": 0, "permission": 1, "agent": 2}
+    tightening.sort(key=lambda t: order[t.path[0]])
+    return used, untrusted, tightening
+
+
+def untrusted_config_items(
+    cwd: Path,
+    worktree: Path,
+    claimed: Mapping[str, type[BaseModel]] | None = None,
+    *,
+    env: Mapping[str, str] = os.environ,
+) -> list[str]:
+    """What the project files would lose if the folder is not trusted (nothing validated; an
+    unreadable file gives no items here, the full load reports it)."""
+    try:
+        claims = _Claims.parse(claimed or {})
+        _candidates, layers = _read_layers(cwd, worktree, env)
+    except ConfigError:
+        return []
+    return _apply_trust(layers, claims, worktree)[1]
+
+
+def claimed_sections(
+    plugins: Plugins,
+) -> tuple[dict[str, type[BaseModel]], dict[str, str]]:
+    """The config sections plugins claim (``config_schema``): ({pattern: model}, {pattern:
+    plugin}). Two plugins claiming one pattern is a :class:`ConfigError` naming both."""
+    claimed: dict[str, type[BaseModel]] = {}
+    owners: dict[str, str] = {}
+    for plugin, sections in plugins.collect("config_schema"):
+        if not isinstance(sections, Mapping):
+            plugins.warn(f"plugin {plugin!r}: config_schema must return a dict; ignored")
+            continue
+        for pattern, model in sections.items():
+            if pattern in owners and owners[pattern] != plugin:
+                raise ConfigError(
+                    f"config section '{pattern}' is claimed by two plugins: "
+                    f"{owners[pattern]!r} and {plugin!r}",
+                    key=pattern,
+                )
+            owners[pattern] = plugin
+            claimed[pattern] = model
+    return claimed, owners
+
+
 # ----------------------------------------------------------------------------- loading
 
 
@@ -564,11 +856,17 @@ def load_config(
     *,
     env: Mapping[str, str] = os.environ,
     unloaded_plugins: Sequence[str] = (),
+    trusted: bool = False,
 ) -> Config:
     """Read, merge and validate every layer. Raises :class:`ConfigError` naming the file and
-    key of each problem (all problems at once)."""
+    key of each problem (all problems at once). Unless ``trusted``, the project's own files
+    may only tighten (see the module's docstring)."""
     claims = _Claims.parse(claimed or {})
     candidates, layers = _read_layers(cwd, worktree, env)
+    untrusted: list[str] = []
+    tightening: list[Tightening] = []
+    if not trusted:
+        layers, untrusted, tightening = _apply_trust(layers, claims, worktree)
 
     raw: dict[str, Any] = {}
     provenance: dict[KeyPath, str] = {}
@@ -613,6 +911,8 @@ def load_config(
         candidates=candidates,
         provenance=provenance,
         warnings=warnings,
+        untrusted=untrusted,
+        tightening=tightening,
     )
 
 

@@ -14,7 +14,7 @@ arguments, and an implementation may accept any subset of them::
 How hookcode calls hooks
 ------------------------
 * **Registration hooks** (``tool``, ``provider``, ``auth``, ``agent``, ``config_schema``,
-  ``permission_defaults``, ``cli``) are collected from every plugin in *registration order*:
+  ``project_code``, ``permission_defaults``, ``cli``) are collected from every plugin in *registration order*:
   core first, then the ``hookcode-*`` distributions sorted by entry-point name, then all
   other distributions sorted by (distribution, entry point); an implementation marked
   ``trylast`` (``tryfirst``) counts as registered after (before) every other, which is how
@@ -41,6 +41,7 @@ from typing import TYPE_CHECKING, Any
 import pluggy
 
 if TYPE_CHECKING:
+    from collections.abc import Mapping
     from pathlib import Path
 
     import typer
@@ -148,7 +149,33 @@ def config_schema() -> dict[str, type[BaseModel]]:
     Returns:
         A mapping from a dotted key pattern (``"tool.bash"``, ``"provider.*"``, ``"mcp.*"``,
         ``"audit"``) to the pydantic model that validates that section. ``*`` matches one key
-        segment. Two plugins claiming one pattern is a load error naming both.
+        segment. Two plugins claiming one pattern is a load error naming both. A setting
+        that runs a program, sends data or credentials somewhere or loosens a policy is
+        declared with ``json_schema_extra=hookcode.trust.trusted_only()`` on its field (or on
+        the whole model): the project files of an untrusted folder cannot set it.
+    """
+    ...
+
+
+@hookspec
+def project_code(cwd: Path, worktree: Path, env: Mapping[str, str]) -> list[str]:
+    """Name what this plugin would load or run from the project itself.
+
+    Called when the worktree is not trusted (:mod:`hookcode.trust`), before anything of the
+    project is loaded: by the CLI to decide whether to ask the user to trust the folder, and
+    by the runtime for its one-line warning. Only look at files here (never import or run
+    them); later, load them only when ``runtime.trusted`` is true. Settings of the project's
+    config files need no answer here: declare them ``trusted_only`` instead.
+
+    Args:
+        cwd: the working directory (real path).
+        worktree: the folder that needs trust (the git root of ``cwd``, else ``cwd``).
+        env: the runtime's environment (``HOME``, ``HOOKCODE_CONFIG_DIR``...).
+
+    Returns:
+        Short descriptions, one per item (``.hookcode/tools/deploy.py``,
+        ``skill 'release' (.claude/skills/release/SKILL.md)``); paths inside the worktree
+        relative to it (``hookcode.trust.describe_path``).
     """
     ...
 

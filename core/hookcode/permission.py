@@ -228,14 +228,22 @@ class Decision:
         return [p.rule for p in self.patterns if p.rule is not None]
 
 
+#: how strict an action is: ``tighten`` rules only ever move a decision up this scale
+_STRICTNESS = {"allow": 0, "ask": 1, "deny": 2}
+
+
 class Ruleset:
     """The effective rules of one agent in one session, approvals kept apart.
 
     ``approvals`` may be given as ``load_approvals``, a function called the first time they
     are needed: only a pattern the rules leave at ``ask`` looks at them, so a call the rules
-    allow never reads the remembered approvals from the store."""
+    allow never reads the remembered approvals from the store.
 
-    __slots__ = ("_approvals", "_load_approvals", "rules")
+    ``tighten`` holds rules that may only make a decision stricter (the deny and ask rules of
+    an untrusted folder's project config): their own last match decides among them, and it
+    replaces the decision of ``rules`` only when it is stricter (deny > ask > allow)."""
+
+    __slots__ = ("_approvals", "_load_approvals", "rules", "tighten")
 
     def __init__(
         self,
@@ -243,8 +251,10 @@ class Ruleset:
         approvals: list[Rule] | None = None,
         *,
         load_approvals: Callable[[], list[Rule]] | None = None,
+        tighten: list[Rule] | None = None,
     ) -> None:
         self.rules: list[Rule] = rules if rules is not None else []
+        self.tighten: list[Rule] = tighten if tighten is not None else []
         self._approvals = approvals
         self._load_approvals = load_approvals
 
@@ -260,26 +270,30 @@ class Ruleset:
         self._approvals, self._load_approvals = value, None
 
     def __repr__(self) -> str:
-        return f"Ruleset(rules={self.rules!r}, approvals={self.approvals!r})"
+        tighten = f", tighten={self.tighten!r}" if self.tighten else ""
+        return f"Ruleset(rules={self.rules!r}, approvals={self.approvals!r}{tighten})"
 
     def __eq__(self, other: object) -> bool:
         if not isinstance(other, Ruleset):
             return NotImplemented
-        return (self.rules, self.approvals) == (other.rules, other.approvals)
+        return (self.rules, self.approvals, self.tighten) == (
+            other.rules,
+            other.approvals,
+            other.tighten,
+        )
 
     __hash__ = None  # type: ignore[assignment]  # mutable, as the dataclass it was
 
     def last_match(self, permission: str, pattern: str) -> Rule | None:
-        for rule in reversed(self.rules):
-            if wildcard_match(rule.permission, permission) and wildcard_match(
-                rule.pattern, pattern
-            ):
-                return rule
-        return None
+        return _last_match(self.rules, permission, pattern)
 
     def decide_one(self, permission: str, pattern: str) -> PatternDecision:
         rule = self.last_match(permission, pattern)
         action: Action = rule.action if rule is not None else "ask"
+        if self.tighten:
+            stricter = _last_match(self.tighten, permission, pattern)
+            if stricter is not None and _STRICTNESS[stricter.action] > _STRICTNESS[action]:
+                rule, action = stricter, stricter.action
         if action == "ask":
             for approval in reversed(self.approvals):
                 if wildcard_match(approval.permission, permission) and wildcard_match(
@@ -303,15 +317,26 @@ class Ruleset:
 
     def disabled(self, permission: str) -> bool:
         """A tool is hidden when the last rule matching its permission (pattern ignored) is
-        a deny with pattern ``*``."""
-        for rule in reversed(self.rules):
-            if wildcard_match(rule.permission, permission):
-                return rule.pattern == "*" and rule.action == "deny"
-        return False
+        a deny with pattern ``*``, among ``rules`` or among ``tighten``."""
+        return _disables(self.rules, permission) or _disables(self.tighten, permission)
 
     def matching(self, permission: str) -> list[Rule]:
         """The rules whose permission matches (for messages)."""
-        return [r for r in self.rules if wildcard_match(r.permission, permission)]
+        return [r for r in self.rules + self.tighten if wildcard_match(r.permission, permission)]
+
+
+def _last_match(rules: list[Rule], permission: str, pattern: str) -> Rule | None:
+    for rule in reversed(rules):
+        if wildcard_match(rule.permission, permission) and wildcard_match(rule.pattern, pattern):
+            return rule
+    return None
+
+
+def _disables(rules: list[Rule], permission: str) -> bool:
+    for rule in reversed(rules):
+        if wildcard_match(rule.permission, permission):
+            return rule.pattern == "*" and rule.action == "deny"
+    return False
 
 
 def deny_message(rules: list[Rule]) -> str:

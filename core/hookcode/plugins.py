@@ -500,10 +500,12 @@ def create_plugins(
     extra: Mapping[str, object] | None = None,
     stderr: IO[str] | None = None,
     cwd: str | os.PathLike[str] | None = None,
+    trusted: bool | None = None,
 ) -> Plugins:
     """A fresh plugin manager: core's own implementations, then the entry-point plugins, then
     ``extra`` ({name: plugin}) in order. With ``cwd``, the ``[plugins]`` table of the config
-    that applies there selects entry points too."""
+    that applies there selects entry points too; the project's own files count only when the
+    folder is ``trusted`` (None: as the trust store says)."""
     from hookcode import core_plugin
 
     trace = env.get("HOOKCODE_TRACE_PLUGINS", "").strip().lower() not in ("", "0", "false", "no")
@@ -518,7 +520,7 @@ def create_plugins(
             from hookcode.configfiles import find_worktree, plugin_selection
 
             directory = Path(os.path.realpath(cwd))
-            selection = plugin_selection(directory, find_worktree(directory), env)
+            selection = plugin_selection(directory, find_worktree(directory), env, trusted=trusted)
             load, block = selection.load, selection.block
         plugins.load_entrypoints(env, load=load, block=block)
     for name, plugin in (extra or {}).items():

@@ -12,8 +12,8 @@ from pathlib import Path
 from typing import IO, TYPE_CHECKING, Any
 
 from hookcode.agents import AgentSpec
-from hookcode.configfiles import find_worktree
-from hookcode.errors import ConfigError, HookcodeError
+from hookcode.configfiles import data_dir_for, find_worktree
+from hookcode.errors import HookcodeError
 from hookcode.events import EventBus
 from hookcode.fileio import PathLocks, realpath_nearest
 from hookcode.filetime import FileTimes
@@ -27,6 +27,7 @@ from hookcode.permission import (
 )
 from hookcode.plugins import Plugins, create_plugins
 from hookcode.registry import Registry
+from hookcode.trust import Trust, TrustStore
 
 if TYPE_CHECKING:
     from hookcode.auth import Credentials
@@ -46,16 +47,6 @@ THREADS = 32
 CLEANUP_INTERVAL = 3600.0
 
 
-def data_dir_for(env: Mapping[str, str]) -> Path:
-    """``HOOKCODE_DATA_DIR``, else the platform's user data directory."""
-    configured = env.get("HOOKCODE_DATA_DIR")
-    if configured:
-        return Path(configured).expanduser()
-    import platformdirs
-
-    return Path(platformdirs.user_data_dir("hookcode", appauthor=False))
-
-
 #: the innermost call of this task whose running state is not committed yet (an object with
 #: ``commit()``, set by ``pipeline.invoke``); see :meth:`Runtime.record_part`
 unrecorded_running: ContextVar[Any] = ContextVar("hookcode_unrecorded_running", default=None)
@@ -73,7 +64,12 @@ class Runtime:
         strict_plugins: bool = False,
         extra_plugins: Mapping[str, object] | None = None,
         stderr: IO[str] | None = None,
+        trusted: bool | None = None,
     ) -> None:
+        """``trusted``: whether the worktree's own code and settings may run (see
+        :mod:`hookcode.trust`); None (the default) asks the trust store in the data directory,
+        so a folder nobody trusted stays untrusted. Given ``plugins`` should have been made
+        with the same trust (``create_plugins(trusted=...)``)."""
         self.env: dict[str, str] = dict(os.environ if env is None else env)
         self.cwd = Path(os.path.realpath(Path(cwd) if cwd is not None else Path.cwd()))
         if not self.cwd.is_dir():
@@ -81,12 +77,21 @@ class Runtime:
                 f"working directory {self.cwd} does not exist or is not a directory"
             )
         self.worktree = find_worktree(self.cwd)
+        self.data_dir = data_dir_for(self.env)
+        if trusted is None:
+            trusted = TrustStore(self.data_dir).trusted_by(self.worktree) is not None
+        #: whether this worktree is trusted, and what was skipped because it is not
+        self.trust = Trust(self.worktree, trusted)
         self.plugins = plugins or create_plugins(
-            env=self.env, strict=strict_plugins, extra=extra_plugins, stderr=stderr, cwd=self.cwd
+            env=self.env,
+            strict=strict_plugins,
+            extra=extra_plugins,
+            stderr=stderr,
+            cwd=self.cwd,
+            trusted=trusted,
         )
         self.plugins.runtime = self  # hooks reach it through plugins.current_runtime()
         self.events = EventBus(self.plugins)
-        self.data_dir = data_dir_for(self.env)
         self.config: Config = self._load_config()
         self.registry = Registry(self)
         self.permissions = PermissionService(self)
@@ -102,6 +107,7 @@ class Runtime:
         self._file_times: dict[str, FileTimes] = {}
         self._agents: dict[str, AgentSpec] | None = None
         self._base_rules: dict[str, list[Rule]] = {}
+        self._tightening: dict[str, list[Rule]] = {}
         #: per session id: (the store's cached approvals list, the rules built from it)
         self._approval_rules: dict[str | None, tuple[list[Any], list[Rule]]] = {}
         self._next_cleanup = 0.0
@@ -109,36 +115,38 @@ class Runtime:
         self.path_locks = PathLocks()
         self._close_callbacks: list[Callable[[], object]] = []
 
+    @property
+    def trusted(self) -> bool:
+        """Whether the worktree is trusted: a plugin loads or runs anything the project itself
+        brings (files, commands) only when this is true."""
+        return self.trust.trusted
+
     # -- config -------------------------------------------------------------------------------
     def _load_config(self) -> Config:
-        from hookcode.config import load_config
+        from hookcode.config import claimed_sections, load_config
 
-        claimed: dict[str, Any] = {}
-        owners: dict[str, str] = {}
-        for plugin, sections in self.plugins.collect("config_schema"):
-            if not isinstance(sections, Mapping):
-                self.plugins.warn(f"plugin {plugin!r}: config_schema must return a dict; ignored")
-                continue
-            for pattern, model in sections.items():
-                if pattern in owners and owners[pattern] != plugin:
-                    raise ConfigError(
-                        f"config section '{pattern}' is claimed by two plugins: "
-                        f"{owners[pattern]!r} and {plugin!r}",
-                        key=pattern,
-                    )
-                owners[pattern] = plugin
-                claimed[pattern] = model
-        self.config_owners = owners
+        claimed, self.config_owners = claimed_sections(self.plugins)
         config = load_config(
             self.cwd,
             self.worktree,
             claimed,
             env=self.env,
             unloaded_plugins=[i.name for i in self.plugins.not_loaded()],
+            trusted=self.trusted,
         )
         from hookcode.agents import load_agent_files  # .hookcode/agents/*.md = [agent.NAME]
 
-        config.warnings.extend(load_agent_files(config, self.cwd, self.worktree, self.env))
+        config.warnings.extend(
+            load_agent_files(config, self.cwd, self.worktree, self.env, trusted=self.trusted)
+        )
+        if not self.trusted:
+            from hookcode.trust import project_code_items
+
+            self.trust.skip(*config.untrusted)
+            self.trust.skip(*project_code_items(self.plugins, self.cwd, self.worktree, self.env))
+            warning = self.trust.warning()
+            if warning is not None:
+                self.plugins.warn(warning)
         for warning in config.warnings:
             self.plugins.warn(warning)
         self.plugins.historic("config", config=config)
@@ -325,16 +333,35 @@ class Runtime:
                 break
         return f"config:{source}" if source else "config"
 
+    def tightening_rules(self, agent_name: str) -> list[Rule]:
+        """The deny and ask rules of an untrusted folder's project files for this agent (the
+        legacy ``[tools]`` switches, ``[permission]``, then ``[agent.NAME.permission]``): they
+        can make a decision stricter, never looser (:class:`~hookcode.permission.Ruleset`)."""
+        cached = self._tightening.get(agent_name)
+        if cached is not None:
+            return cached
+        rules: list[Rule] = []
+        for item in self.config.tightening:
+            source = f"config:{item.source} (untrusted folder: tightens only)"
+            if item.path == ("tools",):
+                rules += rules_from_legacy_tools(item.value, source)
+            elif item.path == ("permission",) or item.path == ("agent", agent_name, "permission"):
+                found = rules_from_config(item.value, source, home=self.env.get("HOME"))
+                rules += found
+        self._tightening[agent_name] = rules
+        return rules
+
     def ruleset(
         self, agent: str, session_id: str | None = None, *, approvals: bool = True
     ) -> Ruleset:
         rules = self.base_rules(agent)
         session = self.session_rules.get(session_id) if session_id is not None else None
         rules = rules + session if session else list(rules)
+        tighten = self.tightening_rules(agent)
         if not approvals:
-            return Ruleset(rules, [])
+            return Ruleset(rules, [], tighten=tighten)
         # read when a pattern the rules leave at "ask" needs them (not for calls they allow)
-        return Ruleset(rules, load_approvals=lambda: self._approvals(session_id))
+        return Ruleset(rules, load_approvals=lambda: self._approvals(session_id), tighten=tighten)
 
     def _approvals(self, session_id: str | None) -> list[Rule]:
         """The remembered approvals of the project and of ``session_id``, as rules."""
@@ -360,6 +387,7 @@ class Runtime:
         """Forget cached agents and rules (after the config or the plugins changed)."""
         self._agents = None
         self._base_rules.clear()
+        self._tightening.clear()
 
     # -- tool calls ---------------------------------------------------------------------------
     def timeout_for(self, tool: Tool) -> float | None:

@@ -149,6 +149,18 @@ def test_broken_frontmatter_is_skipped_with_a_warning_event(hookcode_env, capsys
     assert "frontmatter is invalid" in capsys.readouterr().err
 
 
+def test_frontmatter_nested_thousands_of_levels_is_skipped_with_a_warning(hookcode_env, capsys):
+    base = hookcode_env.project / ".hookcode" / "skills"
+    skill(base, "good")
+    deep = base / "deep"
+    deep.mkdir()
+    nested = [" " * i + f"k{i}:" for i in range(5000)]
+    (deep / "SKILL.md").write_text("\n".join(["---", "name: deep", *nested, "---", "body"]))
+    rt = runtime(hookcode_env)
+    assert sorted(discover(rt).skills) == ["good"]
+    assert "nested deeper than 64 levels" in capsys.readouterr().err
+
+
 def test_colon_values_are_retried_as_block_scalars(hookcode_env):
     base = hookcode_env.project / ".hookcode" / "skills" / "colon"
     base.mkdir(parents=True)
@@ -402,6 +414,13 @@ BROKEN_INDEXES = {
             s.url("/obj"),
         )[1],
         'expected an object {"skills": [{"name", "description", "files": [...]}]}',
+    ),
+    "too-deep": (
+        lambda s: (
+            s.route("/deep/index.json", reply(200, "[" * 100_000 + "]" * 100_000)),
+            s.url("/deep"),
+        )[1],
+        "it is nested too deeply",
     ),
     "too-large": (
         lambda s: (

@@ -3,10 +3,14 @@
 from __future__ import annotations
 
 import json
+import os
+import socket
+import time
 from pathlib import Path
 from typing import Any
 
 import pytest
+from helpers.fakedist import run_cli
 from hookcode.config import (
     AgentConfig,
     Config,
@@ -16,7 +20,9 @@ from hookcode.config import (
     json_schema,
     load_config,
 )
+from hookcode.configfiles import CONTENT_ENV, MAX_DEPTH, PERMISSION_ENV
 from hookcode.errors import ConfigError
+from hookcode.testing import HookcodeEnv
 from pydantic import BaseModel, ConfigDict, Field
 
 
@@ -64,6 +70,7 @@ class Project:
         return path
 
     def load(self, claimed: dict[str, type[BaseModel]] | None = None, **kwargs: Any) -> Config:
+        kwargs.setdefault("trusted", True)  # layering, not trust (tests/core/test_trust.py)
         return load_config(self.cwd, self.worktree, claimed, env=self.env, **kwargs)
 
 
@@ -655,3 +662,186 @@ def test_a_wildcard_claim_leaves_a_table_named_after_an_unloaded_plugin(project:
     assert config.section("provider.local").base_url == "http://x"  # type: ignore[union-attr]
     with pytest.raises(ConfigError):  # with the plugin loaded, the wildcard model applies
         project.load({"provider.*": AnyProvider})
+
+
+# ----------------------------------------------------------------------------- bad input
+#
+# A config file that is not a regular file, or a value nested thousands of levels deep, is one
+# line naming the file (or the variable), exit 1, and nothing is changed; a FIFO is never
+# opened in a way that blocks.
+
+DEEP_TABLE = "[" + ".".join(["a"] * 10_000) + "]\nx = 1\n"
+DEEP_ARRAY = "a = " + "[" * 10_000 + "]" * 10_000 + "\n"
+DEEP_JSON = '{"a":' * 10_000 + "1" + "}" * 10_000
+
+
+def _special(kind: str, path: Path) -> str:
+    """Make ``path`` a non-regular file of ``kind``; the expected message."""
+    if kind == "fifo":
+        os.mkfifo(path)
+        return "is a FIFO (named pipe), not a regular file"
+    if kind == "directory":
+        path.mkdir()
+        return "is a directory"
+    if kind == "dangling":
+        path.symlink_to(path.parent / "missing.toml")
+        return f"is a symbolic link to a missing file ({path.parent / 'missing.toml'})"
+    if kind == "loop":
+        path.symlink_to(path)
+        return "is a symbolic link that cannot be followed: Too many levels of symbolic links"
+    if kind == "device":
+        path.symlink_to("/dev/zero")
+        return "is a character device, not a regular file"
+    if kind == "socket":
+        server = socket.socket(socket.AF_UNIX)
+        server.bind(str(path))
+        server.close()
+        return "is a socket, not a regular file"
+    raise AssertionError(kind)
+
+
+SPECIAL = ["fifo", "directory", "dangling", "loop", "device", "socket"]
+
+
+@pytest.mark.parametrize("kind", SPECIAL)
+@pytest.mark.parametrize("where", ["hookcode.toml", ".hookcode/config.toml", "global", "env"])
+def test_a_config_file_that_is_not_a_regular_file_is_an_error(
+    project: Project, kind: str, where: str
+) -> None:
+    if where == "global":
+        path = project.global_file
+    elif where == "env":
+        path = project.worktree / "named.toml"
+        project.env["HOOKCODE_CONFIG"] = str(path)
+    else:
+        path = project.worktree / where
+    path.parent.mkdir(parents=True, exist_ok=True)
+    why = _special(kind, path)
+    started = time.monotonic()
+    with pytest.raises(ConfigError) as info:
+        project.load()
+    assert time.monotonic() - started < 5  # the FIFO was never waited on
+    assert str(info.value) == f"{path}: {why}"
+    for trusted in (True, False):  # the same through either reading of a project
+        with pytest.raises(ConfigError):
+            project.load(trusted=trusted)
+
+
+@pytest.mark.parametrize(
+    ("source", "text"),
+    [
+        ("file", DEEP_TABLE),
+        ("file", DEEP_ARRAY),
+        ("file", "a = " + "{b = " * 1000 + "1" + "}" * 1000 + "\n"),
+        (CONTENT_ENV, DEEP_TABLE),
+        (CONTENT_ENV, DEEP_ARRAY),
+        (CONTENT_ENV, DEEP_JSON),
+        (PERMISSION_ENV, DEEP_JSON),
+        (PERMISSION_ENV, '{"bash": ' + "[" * 70 + "]" * 70 + "}"),
+    ],
+)
+def test_deeply_nested_config_is_one_error_naming_the_source(
+    project: Project, source: str, text: str
+) -> None:
+    if source == "file":
+        path = project.write(project.worktree / "hookcode.toml", text).resolve()
+        name = str(path)
+    else:
+        project.env[source] = text
+        name = source
+    with pytest.raises(ConfigError) as info:
+        project.load()
+    assert str(info.value) == f"{name}: tables or arrays nested deeper than {MAX_DEPTH} levels"
+
+
+def test_nesting_up_to_the_limit_is_validated_and_merged(project: Project) -> None:
+    def nested(levels: int) -> Any:  # a document of ``levels`` tables, the top one included
+        value: Any = 1
+        for _ in range(levels - 1):
+            value = {"k": value}
+        return {"experimental": value}
+
+    project.write(project.global_file, "[experimental]\nk = 0\n")
+    project.env[CONTENT_ENV] = json.dumps(nested(MAX_DEPTH))
+    project.env[PERMISSION_ENV] = json.dumps({"bash": {"*": "ask"}})
+    config = project.load()  # merged over the global file, validated
+    tables, node = 1, config.experimental  # the document itself, then experimental's
+    while isinstance(node, dict):
+        tables, node = tables + 1, node["k"]
+    assert tables == MAX_DEPTH
+    assert deep_merge(nested(MAX_DEPTH), nested(MAX_DEPTH)) == nested(MAX_DEPTH)
+    project.env[CONTENT_ENV] = json.dumps(nested(MAX_DEPTH + 1))
+    with pytest.raises(ConfigError, match="nested deeper than"):
+        project.load()
+
+
+def test_an_agent_file_that_is_a_fifo_is_a_warning_not_a_hang(
+    hookcode_env: HookcodeEnv,
+) -> None:
+    agents = hookcode_env.project / ".hookcode" / "agents"
+    agents.mkdir(parents=True)
+    os.mkfifo(agents / "stuck.md")
+    (agents / "dangling.md").symlink_to(agents / "gone.md")
+    (agents / "ok.md").write_text("---\ndescription: fine\n---\nHello.\n")
+    rt = hookcode_env.runtime()
+    assert rt.agent("ok").prompt == "Hello."
+    assert (
+        f"agent file {agents / 'stuck.md'}: is a FIFO (named pipe), not a regular file; skipped"
+        in (rt.config.warnings)
+    )
+    assert any("dangling.md: is a symbolic link to a missing file" in w for w in rt.config.warnings)
+
+
+def test_an_agent_file_nested_thousands_of_levels_is_a_warning(hookcode_env: HookcodeEnv) -> None:
+    agents = hookcode_env.project / ".hookcode" / "agents"
+    agents.mkdir(parents=True)
+    lines = ["---", *(" " * i + f"k{i}:" for i in range(5000)), " " * 5000 + "x: 1", "---", "b"]
+    (agents / "deep.md").write_text("\n".join(lines))
+    rt = hookcode_env.runtime()
+    assert "deep" not in rt.agents()
+    (warning,) = [w for w in rt.config.warnings if "deep.md" in w]
+    assert warning.endswith(f"nested deeper than {MAX_DEPTH} levels; skipped")
+
+
+@pytest.mark.parametrize("kind", ["fifo", "directory", "dangling"])
+def test_cli_bad_config_file_is_one_line_exit_1(hookcode_env: HookcodeEnv, kind: str) -> None:
+    path = hookcode_env.project / "hookcode.toml"
+    why = _special(kind, path)
+    for args in (["config", "show"], ["tools", "list"], ["--help"]):
+        proc = run_cli(args, env=hookcode_env.env, cwd=hookcode_env.project, timeout=30)
+        if args == ["--help"]:  # help never reads the config for more than plugin selection
+            assert proc.returncode == 0, proc.stderr
+            continue
+        assert proc.returncode == 1, proc.stderr
+        assert proc.stderr.splitlines() == [
+            f"hookcode: error: {path.parent.resolve() / path.name}: {why}"
+        ]
+        assert proc.stdout == ""
+    assert sorted(p.name for p in hookcode_env.data_dir.iterdir()) == [
+        "trust.json",
+        "trust.json.lock",
+    ]
+
+
+@pytest.mark.parametrize(
+    ("variable", "text"),
+    [(CONTENT_ENV, DEEP_JSON), (CONTENT_ENV, DEEP_ARRAY), (PERMISSION_ENV, DEEP_JSON)],
+)
+def test_cli_deep_env_config_is_one_line_exit_1(
+    hookcode_env: HookcodeEnv, variable: str, text: str
+) -> None:
+    proc = run_cli(
+        ["config", "show"], env={**hookcode_env.env, variable: text}, cwd=hookcode_env.project
+    )
+    assert proc.returncode == 1
+    assert proc.stderr.splitlines() == [
+        f"hookcode: error: {variable}: tables or arrays nested deeper than {MAX_DEPTH} levels"
+    ]
+    deep_file = hookcode_env.project / "hookcode.toml"
+    deep_file.write_text(DEEP_TABLE)
+    proc = run_cli(["config", "show"], env=hookcode_env.env, cwd=hookcode_env.project)
+    assert proc.returncode == 1
+    assert proc.stderr.splitlines() == [
+        f"hookcode: error: {deep_file.resolve()}: tables or arrays nested deeper than "
+        f"{MAX_DEPTH} levels"
+    ]

@@ -15,7 +15,16 @@ import pytest
 from hookcode import hookspecs
 
 #: the hooks of ARCHITECTURE.md's "Hookspecs" section
-REGISTRATION = ["tool", "provider", "auth", "agent", "cli", "config_schema", "permission_defaults"]
+REGISTRATION = [
+    "tool",
+    "provider",
+    "auth",
+    "agent",
+    "cli",
+    "config_schema",
+    "project_code",
+    "permission_defaults",
+]
 LIFECYCLE = [
     "config",
     "chat_message",
@@ -39,6 +48,7 @@ HISTORIC = {"config"}
 #: the arguments ARCHITECTURE.md gives each hook (an implementation may take any subset)
 ARGUMENTS = {
     "permission_defaults": ["agent", "config"],
+    "project_code": ["cwd", "worktree", "env"],
     "cli": ["app"],
     "config": ["config"],
     "chat_message": ["message", "session"],

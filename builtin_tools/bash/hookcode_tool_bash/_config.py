@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import Literal
 
+from hookcode.trust import trusted_only
 from pydantic import BaseModel, ConfigDict, Field
 
 
@@ -17,11 +18,16 @@ class BashConfig(BaseModel):
         profile: ``strict`` turns on policy_shell's strict rules (network commands denied,
             read-only commands allowed); explicit ``[permission]`` rules still win.
         shell: the shell to run (default: ``$SHELL`` unless fish or nu, else bash, else sh).
+
+    The project's own config of an untrusted folder cannot set ``shell`` (a program to run)
+    and can set ``profile`` only to ``strict``.
     """
 
     model_config = ConfigDict(extra="forbid", defer_build=True)
 
     persistent: bool = False
     max_timeout: int | None = Field(default=None, gt=0)
-    profile: Literal["default", "strict"] = "default"
-    shell: str | None = None
+    profile: Literal["default", "strict"] = Field(
+        default="default", json_schema_extra=trusted_only(keep=["strict"])
+    )
+    shell: str | None = Field(default=None, json_schema_extra=trusted_only())

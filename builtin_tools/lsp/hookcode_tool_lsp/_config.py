@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from hookcode.trust import trusted_only
 from pydantic import BaseModel, ConfigDict, Field
 
 
@@ -19,6 +20,7 @@ class ServerConfig(BaseModel):
         description="The program and its arguments (stdio). A bare name is looked up on PATH "
         "and in hookcode's own environment; required for a new server.",
         examples=[["basedpyright-langserver", "--stdio"]],
+        json_schema_extra=trusted_only(),
     )
     extensions: list[str] | None = Field(
         default=None,
@@ -29,11 +31,14 @@ class ServerConfig(BaseModel):
         default={},
         description="Variables added to hookcode's environment for the server.",
         examples=[{"PYTHONPATH": "src"}],
+        json_schema_extra=trusted_only(),
     )
     initialization: dict[str, Any] = Field(
         default={},
-        description="`initializationOptions` sent with `initialize`.",
+        description="`initializationOptions` sent with `initialize` (servers take paths of "
+        "programs to run there).",
         examples=[{"diagnostics": {"enable": True}}],
+        json_schema_extra=trusted_only(),
     )
     root_markers: list[str] | None = Field(
         default=None,
@@ -48,7 +53,10 @@ class ServerConfig(BaseModel):
         examples=["python"],
     )
     disabled: bool = Field(
-        default=False, description="true: never start this server.", examples=[True]
+        default=False,
+        description="true: never start this server.",
+        examples=[True],
+        json_schema_extra=trusted_only(keep=[True]),
     )
 
 
@@ -61,6 +69,7 @@ class LspConfig(BaseModel):
         default=True,
         description="false: no `lsp` tool, no server is started, no diagnostics after edits.",
         examples=[False],
+        json_schema_extra=trusted_only(keep=[False]),
     )
     diagnostics: bool = Field(
         default=True,

@@ -22,6 +22,11 @@ skipped silently). A frontmatter error is retried once with unquoted values cont
 turned into block scalars; still failing, the file is skipped with a warning and a
 ``session.error`` event.
 
+In a folder the user has not trusted (``hookcode trust``), the project's own skill directories
+(``.claude/skills``, ``.agents/skills`` and ``.hookcode/skill(s)`` inside the worktree) are not
+read, and ``[skills] paths`` and ``urls`` from the project's config are ignored: a skill tells
+the model to run the scripts it bundles, and its directory is allowed for reading.
+
 Effects: every skill directory is allowed for ``external_directory`` (``permission_defaults``),
 the system prompt lists the skills the agent may load (``<available_skills>``) unless the skill
 tool is disabled for it, and the tool's description lists them too (``## Available Skills``).
@@ -80,6 +85,7 @@ def __getattr__(name: str) -> Any:
 
 @hookimpl
 def config_schema() -> dict[str, Any]:
+    from hookcode.trust import trusted_only
     from pydantic import BaseModel, ConfigDict, Field
 
     class SkillsConfig(BaseModel):
@@ -90,9 +96,11 @@ def config_schema() -> dict[str, Any]:
             default_factory=list,
             description="Directories searched for **/SKILL.md (~ expanded, relative to the "
             "working directory).",
+            json_schema_extra=trusted_only(),
         )
         urls: list[str] = Field(
             default_factory=list,
+            json_schema_extra=trusted_only(),
             description="Remote skill indexes (http or https): ``<url>/index.json`` lists "
             '``{"skills": [{"name", "description", "files": [...]}]}``; each file is fetched '
             "from ``<url>/<name>/<file>`` into ``<data dir>/cache/skills/<name>/`` unless "
@@ -230,6 +238,21 @@ def tool() -> list[Any]:
     from hookcode.plugins import current_runtime
 
     return [SkillTool(current_runtime())]
+
+
+@hookimpl
+def project_code(cwd: Path, worktree: Path, env: Any) -> list[str]:
+    """The project's own skills, which an untrusted folder does not offer."""
+    from hookcode.trust import describe_path
+
+    from hookcode_tool_skill._discovery import project_skill_files
+
+    return [
+        f"skill {path.parent.name!r} ({describe_path(path, worktree)})"
+        if path.name == "SKILL.md"
+        else f"skill directory {describe_path(path, worktree)}"
+        for path in project_skill_files(cwd, worktree, env)
+    ]
 
 
 @hookimpl

@@ -7,6 +7,9 @@ runs once per runtime, in this order:
 1. ``~/.claude/skills``, ``~/.agents/skills``, then ``.claude/skills`` and ``.agents/skills``
    from the working directory up to the worktree (unless ``HOOKCODE_DISABLE_EXTERNAL_SKILLS``);
 2. ``{skill,skills}/**/SKILL.md`` in the user config directory and every ``.hookcode/``;
+
+(the project's own directories of 1. and 2. only when the folder is trusted: a skill tells
+the model to run the scripts it bundles);
 3. ``[skills] paths``;
 4. ``[skills] urls``: each index's skills fetched into ``<data dir>/cache/skills/<name>/``
    (``_remote``, which imports httpx, is imported only then), then scanned like a path.
@@ -79,23 +82,81 @@ def _scan(root: Path, patterns: tuple[str, ...]) -> list[Path]:
     return out
 
 
-def _discover(runtime: Any) -> Discovery:
+_EXTERNAL = ("**/SKILL.md",)
+_CONFIG = ("skill/**/SKILL.md", "skills/**/SKILL.md")
+
+
+def _bases(cwd: Path, worktree: Path, env: Any) -> list[tuple[Path, tuple[str, ...], bool]]:
+    """Every skill root in discovery order: (directory, glob patterns, whether it is the
+    project's own)."""
     from hookcode.agents import project_dirs, user_config_dir
 
+    home = _home(env)
+    bases: list[tuple[Path, tuple[str, ...], bool]] = []
+    if not env.get("HOOKCODE_DISABLE_EXTERNAL_SKILLS"):
+        bases += [(home / ".claude" / "skills", _EXTERNAL, False)]
+        bases += [(home / ".agents" / "skills", _EXTERNAL, False)]
+        for directory in _up(cwd, worktree):
+            for name in (".claude", ".agents"):
+                bases.append((directory / name / "skills", _EXTERNAL, True))
+    bases.append((user_config_dir(env), _CONFIG, False))
+    bases += [(d / ".hookcode", _CONFIG, True) for d in project_dirs(cwd, worktree)]
+    # a project directory that is also the user's (hookcode run in ~) is the user's
+    mine = {base for base, _, project in bases if not project}
+    return [(b, patterns, project and b not in mine) for b, patterns, project in bases]
+
+
+#: how far the untrusted listing looks (it runs before the user is asked anything: a hostile
+#: repository's ``.claude/skills -> /`` must not walk the whole disk)
+LISTING_DEPTH = 4
+LISTING_DIRS = 2000
+
+
+def project_skill_files(cwd: Path, worktree: Path, env: Any) -> list[Path]:
+    """The project's own skill directories and SKILL.md files, for an untrusted folder: a
+    skill root that leads outside the worktree is named itself, never walked; inside, the
+    walk follows no link and stops at :data:`LISTING_DEPTH` levels and :data:`LISTING_DIRS`
+    directories."""
+    found: list[Path] = []
+    real_worktree = Path(os.path.realpath(worktree))
+    for base, patterns, project in _bases(cwd, worktree, env):
+        if not project or not base.is_dir():
+            continue
+        real = Path(os.path.realpath(base))
+        if real != real_worktree and real_worktree not in real.parents:
+            found.append(base)  # a link out of the project: named, not walked
+            continue
+        subdirs = ("",) if patterns == _EXTERNAL else ("skill", "skills")
+        for sub in subdirs:
+            found += _bounded_walk(base / sub if sub else base)
+    return found
+
+
+def _bounded_walk(root: Path) -> list[Path]:
+    out: list[Path] = []
+    if root.is_symlink() or not root.is_dir():
+        return out
+    # os.walk follows no link by default
+    for visited, (directory, dirs, names) in enumerate(os.walk(root), 1):
+        depth = len(Path(directory).relative_to(root).parts)
+        if depth >= LISTING_DEPTH or visited >= LISTING_DIRS:
+            dirs.clear()
+        dirs.sort()
+        if "SKILL.md" in names:
+            out.append(Path(directory) / "SKILL.md")
+    return sorted(out)
+
+
+def _discover(runtime: Any) -> Discovery:
     env = runtime.env
-    cwd, worktree = Path(runtime.cwd), Path(runtime.worktree)
+    cwd = Path(runtime.cwd)
     home = _home(env)
     files: list[Path] = []
     warnings: list[str] = []
-    if not env.get("HOOKCODE_DISABLE_EXTERNAL_SKILLS"):
-        for base in (home / ".claude" / "skills", home / ".agents" / "skills"):
-            files += _scan(base, ("**/SKILL.md",))
-        for directory in _up(cwd, worktree):
-            for base in (directory / ".claude" / "skills", directory / ".agents" / "skills"):
-                files += _scan(base, ("**/SKILL.md",))
-    config_dirs = [user_config_dir(env)] + [d / ".hookcode" for d in project_dirs(cwd, worktree)]
-    for base in config_dirs:
-        files += _scan(base, ("skill/**/SKILL.md", "skills/**/SKILL.md"))
+    for base, patterns, project in _bases(cwd, Path(runtime.worktree), env):
+        # the project's skills (instructions to run its scripts) only in a trusted folder
+        if not project or runtime.trusted:
+            files += _scan(base, patterns)
     section = runtime.config.section("skills")
     for raw in getattr(section, "paths", None) or []:
         path = Path(raw[2:] if raw.startswith("~/") else raw)

@@ -69,6 +69,9 @@ def pull(url: str, cache: Path, warnings: list[str]) -> list[Path]:
         except ValueError as exc:  # JSONDecodeError, UnicodeDecodeError
             warnings.append(f"skills: index {index_url} skipped: it is not JSON ({exc})")
             return []
+        except RecursionError:  # a server's JSON nested thousands of levels deep
+            warnings.append(f"skills: index {index_url} skipped: it is nested too deeply")
+            return []
         entries = index.get("skills") if isinstance(index, dict) else None
         if not isinstance(entries, list):
             warnings.append(

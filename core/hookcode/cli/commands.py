@@ -43,9 +43,10 @@ def _first_line(text: str) -> str:
 
 
 def register(app: typer.Typer, state: CliState) -> None:
-    from hookcode.cli import auth_commands
+    from hookcode.cli import auth_commands, trust_commands
 
     auth_commands.register(app, state)
+    trust_commands.register(app, state)
 
     def runtime(**kwargs: Any) -> Any:
         try:
@@ -131,7 +132,7 @@ def register(app: typer.Typer, state: CliState) -> None:
 
         if args_json == "-":
             args_json = sys.stdin.read()
-        rt = runtime(yes=yes)
+        rt = runtime(yes=yes, ask_trust=True)
         try:
             agent_name = rt.agent(agent).name
             session = rt.create_session(title=f"tools call {name}", agent=agent_name)

@@ -91,7 +91,9 @@ def register(app: typer.Typer, state: CliState) -> None:
         if not text.strip():
             _fail(json_out, "empty message: pass MESSAGE, or pipe it on stdin")
         try:
-            rt = state.runtime(yes=yes, interactive=not non_interactive)
+            rt = state.runtime(
+                yes=yes, interactive=not non_interactive, ask_trust=not non_interactive
+            )
             session = _pick_session(rt, cont, session_id)
             code = run_cli(
                 rt,
@@ -220,7 +222,7 @@ def start_chat(
     if script:
         os.environ["HOOKCODE_SCRIPT"] = os.path.abspath(script)
     try:
-        rt = state.runtime(yes=yes)
+        rt = state.runtime(yes=yes, ask_trust=True)
         session = _pick_session(rt, cont, session_id)
         code = chat(rt, model=model, agent=agent, session=session)
     except HookcodeError as exc:

@@ -6,7 +6,10 @@ hookcode installed these fixtures are available:
 * ``hookcode_env`` — an isolated world: a project directory, a data directory and a config
   directory in ``tmp_path``, environment variables pointing at them; build runtimes with
   ``hookcode_env.runtime()``, write config with ``hookcode_env.write_config(...)``, and
-  register a plugin for this test only with ``hookcode_env.register(plugin, name)``.
+  register a plugin for this test only with ``hookcode_env.register(plugin, name)``. The
+  project is trusted (it is in the world's trust store, and runtimes are built trusted);
+  ``hookcode_env.trust(False)`` makes it an untrusted clone, ``runtime(trusted=False)`` one
+  untrusted runtime.
 * ``hookcode_runtime`` — ``hookcode_env.runtime()``.
 * ``hookcode_plugins`` — a fresh plugin manager (entry points loaded).
 
@@ -133,6 +136,24 @@ class HookcodeEnv:
         self.env: dict[str, str] = env
         self.plugins: dict[str, object] = {}
         self._runtimes: list[Any] = []
+        #: whether runtimes are built trusted (see :meth:`trust`)
+        self.trusted = True
+        self.trust(True)
+
+    def trust(self, trusted: bool = True, folder: Path | None = None) -> None:
+        """Trust ``folder`` (default: the project) in this world's trust store, so that CLI
+        processes run with :attr:`env` trust it too, and build runtimes trusted; or, with
+        ``trusted=False``, remove it and build runtimes untrusted (a fresh clone)."""
+        from hookcode.trust import TrustStore
+
+        store = TrustStore(self.data_dir)
+        target = folder or self.project
+        if trusted:
+            store.add(target)
+        else:
+            store.remove(target)
+        if folder is None:
+            self.trusted = trusted
 
     def register(self, plugin: object, name: str | None = None) -> object:
         """Register ``plugin`` in every runtime built from now on (for this test only)."""
@@ -151,17 +172,31 @@ class HookcodeEnv:
         return path
 
     def runtime(
-        self, *, cwd: Path | None = None, entrypoints: bool = True, strict: bool = False, **env: str
+        self,
+        *,
+        cwd: Path | None = None,
+        entrypoints: bool = True,
+        strict: bool = False,
+        trusted: bool | None = None,
+        **env: str,
     ) -> Any:
+        """A runtime for ``cwd`` (default: the project), trusted unless ``trusted=False`` or
+        :meth:`trust` said otherwise."""
         from hookcode.plugins import create_plugins
         from hookcode.runtime import Runtime
 
         full_env = {**self.env, **env}
         directory = cwd or self.project
+        trusted = self.trusted if trusted is None else trusted
         plugins = create_plugins(
-            env=full_env, strict=strict, entrypoints=entrypoints, extra=self.plugins, cwd=directory
+            env=full_env,
+            strict=strict,
+            entrypoints=entrypoints,
+            extra=self.plugins,
+            cwd=directory,
+            trusted=trusted,
         )
-        runtime = Runtime(cwd=directory, env=full_env, plugins=plugins)
+        runtime = Runtime(cwd=directory, env=full_env, plugins=plugins, trusted=trusted)
         self._runtimes.append(runtime)
         return runtime
 

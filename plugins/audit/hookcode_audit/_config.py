@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from hookcode.trust import trusted_only
 from pydantic import BaseModel, ConfigDict, Field
 
 __all__ = ["AuditConfig"]
@@ -12,11 +13,16 @@ class AuditConfig(BaseModel):
 
     model_config = ConfigDict(extra="forbid", defer_build=True)
 
-    enabled: bool = Field(default=True, description="Write the audit log (on by default).")
+    enabled: bool = Field(
+        default=True,
+        description="Write the audit log (on by default).",
+        json_schema_extra=trusted_only(keep=[True]),
+    )
     path: str | None = Field(
         default=None,
         description="The log file; default <data dir>/audit.jsonl. A relative path is taken "
         "relative to the data directory; ~ is expanded.",
+        json_schema_extra=trusted_only(),
     )
     redact: list[str] = Field(
         default_factory=list,
@@ -28,8 +34,16 @@ class AuditConfig(BaseModel):
         default=True,
         description="Refuse a tool call whose audit record cannot be written (before the tool "
         "runs). false: run it anyway and only report the failure on stderr.",
+        json_schema_extra=trusted_only(keep=[True]),
     )
     max_output: int = Field(
-        default=2000, ge=0, description="Characters of a call's output kept in its record."
+        default=2000,
+        ge=0,
+        description="Characters of a call's output kept in its record.",
+        json_schema_extra=trusted_only(),
     )
-    fsync: bool = Field(default=False, description="fsync the log after every record.")
+    fsync: bool = Field(
+        default=False,
+        description="fsync the log after every record.",
+        json_schema_extra=trusted_only(keep=[True]),
+    )

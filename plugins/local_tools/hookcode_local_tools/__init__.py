@@ -14,6 +14,11 @@ name clash (the directory nearest the working directory last), and local tools r
 every packaged tool (``trylast``), so a local ``read`` replaces the built-in one and
 ``hookcode tools list`` shows what it shadows. A file that fails to import is reported on
 stderr (one line naming it) and skipped; the other files still load.
+
+The project's own directories (2.) are imported only when the folder is trusted
+(``hookcode trust``): cloning a repository and listing its tools must not run its code. In an
+untrusted folder their files are named by the ``project_code`` hook (the trust prompt and the
+one-line warning) and left alone.
 """
 
 from __future__ import annotations
@@ -23,9 +28,12 @@ from typing import TYPE_CHECKING
 from hookcode import hookimpl
 
 if TYPE_CHECKING:
+    from collections.abc import Mapping
+    from pathlib import Path
+
     from hookcode.tools import Tool
 
-__all__ = ["tool"]
+__all__ = ["project_code", "tool"]
 
 
 @hookimpl(trylast=True)
@@ -37,4 +45,19 @@ def tool() -> list[Tool]:
         return []
     from hookcode_local_tools.loader import load_tools
 
-    return load_tools(runtime.cwd, runtime.worktree, runtime.env, warn=runtime.plugins.warn)
+    return load_tools(
+        runtime.cwd,
+        runtime.worktree,
+        runtime.env,
+        warn=runtime.plugins.warn,
+        trusted=runtime.trusted,
+    )
+
+
+@hookimpl
+def project_code(cwd: Path, worktree: Path, env: Mapping[str, str]) -> list[str]:
+    from hookcode.trust import describe_path
+
+    from hookcode_local_tools.loader import project_files
+
+    return [describe_path(path, worktree) for path in project_files(cwd, worktree, env)]

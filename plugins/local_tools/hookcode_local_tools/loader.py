@@ -12,7 +12,7 @@ from types import ModuleType
 
 from hookcode.tools import _NAME_RE, FunctionTool, Tool
 
-__all__ = ["load_file", "load_tools", "tool_dirs"]
+__all__ = ["load_file", "load_tools", "project_files", "tool_dirs"]
 
 #: sub-directories of a config directory that hold tool files (the reference reads both)
 SUBDIRS = ("tool", "tools")
@@ -20,31 +20,62 @@ SUBDIRS = ("tool", "tools")
 _counter = itertools.count()
 
 
-def tool_dirs(cwd: Path, worktree: Path, env: Mapping[str, str]) -> list[Path]:
-    """The directories searched, in registration order (a later one wins a name clash)."""
-    from hookcode.configfiles import project_dirs, user_config_dir
+def _user_dirs(env: Mapping[str, str]) -> list[Path]:
+    from hookcode.configfiles import user_config_dir
 
-    dirs = [user_config_dir(env) / sub for sub in SUBDIRS]
-    for directory in project_dirs(cwd, worktree):
-        dirs += [directory / ".hookcode" / sub for sub in SUBDIRS]
-    return dirs
+    return [user_config_dir(env) / sub for sub in SUBDIRS]
 
 
-def load_tools(
-    cwd: Path, worktree: Path, env: Mapping[str, str], *, warn: Callable[[str], None]
-) -> list[Tool]:
-    """Every tool of every file, in registration order; broken files reported and skipped."""
-    tools: list[Tool] = []
+def _project_dirs(cwd: Path, worktree: Path) -> list[Path]:
+    from hookcode.configfiles import project_dirs
+
+    return [d / ".hookcode" / sub for d in project_dirs(cwd, worktree) for sub in SUBDIRS]
+
+
+def tool_dirs(
+    cwd: Path, worktree: Path, env: Mapping[str, str], *, trusted: bool = True
+) -> list[Path]:
+    """The directories searched, in registration order (a later one wins a name clash): the
+    user's, then (when the folder is ``trusted``) the project's."""
+    return _user_dirs(env) + (_project_dirs(cwd, worktree) if trusted else [])
+
+
+def _files(directories: list[Path]) -> list[Path]:
+    """The ``*.py`` files of ``directories``, each real file once (a symlinked directory)."""
+    files: list[Path] = []
     seen: set[Path] = set()
-    for directory in tool_dirs(cwd, worktree, env):
+    for directory in directories:
         if not directory.is_dir():
             continue
         for path in sorted(directory.glob("*.py")):
             real = path.resolve()
             if real in seen or not path.is_file():
-                continue  # one file reachable twice (a symlinked directory)
+                continue
             seen.add(real)
-            tools += load_file(path, warn=warn)
+            files.append(path)
+    return files
+
+
+def project_files(cwd: Path, worktree: Path, env: Mapping[str, str]) -> list[Path]:
+    """The project's tool files that an untrusted folder keeps from loading (a file also
+    reachable from the user's directories is the user's)."""
+    user = {path.resolve() for path in _files(_user_dirs(env))}
+    return [p for p in _files(_project_dirs(cwd, worktree)) if p.resolve() not in user]
+
+
+def load_tools(
+    cwd: Path,
+    worktree: Path,
+    env: Mapping[str, str],
+    *,
+    warn: Callable[[str], None],
+    trusted: bool = False,
+) -> list[Tool]:
+    """Every tool of every file, in registration order; broken files reported and skipped.
+    The project's directories only when the folder is ``trusted``."""
+    tools: list[Tool] = []
+    for path in _files(tool_dirs(cwd, worktree, env, trusted=trusted)):
+        tools += load_file(path, warn=warn)
     return tools
 
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import Literal
 
+from hookcode.trust import trusted_only
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 DEFAULT_TIMEOUT_MS = 30_000
@@ -40,9 +41,11 @@ class McpServerConfig(BaseModel):
     """One MCP server; NAME is the prefix of its tools' names (`<NAME>_<tool>`). `type =
     "local"` runs `command` over stdio; `type = "remote"` speaks streamable HTTP to `url`
     (falling back to SSE). Its tools ask for permission by default (`"NAME_*" = "allow"` in
-    `[permission]` decides otherwise)."""
+    `[permission]` decides otherwise). The project's own config of an untrusted folder can
+    only turn a server off (`enabled = false`): a server runs a command or receives headers."""
 
-    model_config = ConfigDict(extra="forbid", defer_build=True)
+    # every key but `enabled = false` is ignored in an untrusted project's files
+    model_config = ConfigDict(extra="forbid", defer_build=True, json_schema_extra=trusted_only())
 
     type: Literal["local", "remote"] | None = Field(
         default=None,
@@ -69,7 +72,11 @@ class McpServerConfig(BaseModel):
         description="remote: HTTP headers sent with every request.",
         examples=[{"Authorization": "Bearer abc"}],
     )
-    enabled: bool = Field(default=True, description="false: the server is not started.")
+    enabled: bool = Field(
+        default=True,
+        description="false: the server is not started.",
+        json_schema_extra=trusted_only(keep=[False]),
+    )
     timeout: int = Field(
         default=DEFAULT_TIMEOUT_MS,
         gt=0,

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from typing import Literal
 
+from hookcode.trust import trusted_only
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 __all__ = ["AnthropicConfig", "ModelEntry"]
@@ -58,11 +59,13 @@ class AnthropicConfig(_Strict):
         default=None,
         examples=["https://proxy.example.com/anthropic"],
         description="API base URL, without ``/v1`` (the SDK appends ``/v1/messages``). Default: ``ANTHROPIC_BASE_URL``, else the public API.",
+        json_schema_extra=trusted_only(),
     )
     api_key_env: str = Field(
         default="ANTHROPIC_API_KEY",
         examples=["MY_ANTHROPIC_KEY"],
         description="The environment variable holding the API key (``hookcode auth login anthropic`` is consulted when it is unset).",
+        json_schema_extra=trusted_only(),
     )
     max_retries: int = Field(
         default=2,
@@ -84,6 +87,7 @@ class AnthropicConfig(_Strict):
         default={},
         examples=[{"anthropic-beta": "some-beta"}],
         description="Extra HTTP headers sent with every request.",
+        json_schema_extra=trusted_only(),
     )
     models: list[str] | dict[str, ModelEntry] = Field(
         default=[],

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import difflib
 
+from hookcode.trust import trusted_only
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 from pydantic_core import PydanticCustomError
 
@@ -61,11 +62,13 @@ class OpenAIProviderConfig(BaseModel):
         default=None,
         examples=["http://127.0.0.1:11434/v1"],
         description="The API root, including ``/v1``; requests go to ``{base_url}/chat/completions``.",
+        json_schema_extra=trusted_only(),
     )
     api_key_env: str | None = Field(
         default=None,
         examples=["OPENROUTER_API_KEY"],
         description="Environment variable holding the API key. With neither it nor a key stored by ``hookcode auth login NAME``, no Authorization header is sent (local servers).",
+        json_schema_extra=trusted_only(),
     )
     models: list[str] = Field(
         default=[],
@@ -76,6 +79,7 @@ class OpenAIProviderConfig(BaseModel):
         default={},
         examples=[{"X-Title": "hookcode"}],
         description="Extra HTTP headers sent with every request.",
+        json_schema_extra=trusted_only(),
     )
     prices: dict[str, Price] = Field(
         default={},

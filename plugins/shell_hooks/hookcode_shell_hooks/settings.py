@@ -18,6 +18,7 @@ _SIMPLE = re.compile(r"^[A-Za-z0-9_|-]+$")
 @lru_cache(maxsize=1)
 def hooks_model() -> type[Any]:
     """The model of ``[hooks]``: one list of entries per event."""
+    from hookcode.trust import trusted_only
     from pydantic import BaseModel, ConfigDict, Field, field_validator
 
     class HookEntry(BaseModel):
@@ -66,9 +67,12 @@ def hooks_model() -> type[Any]:
             return value
 
     class HooksConfig(BaseModel):
-        """Claude-Code-compatible shell hooks (``[[hooks.PreToolUse]]`` and the like)."""
+        """Claude-Code-compatible shell hooks (``[[hooks.PreToolUse]]`` and the like). The
+        project's own config of an untrusted folder cannot set any (each runs a command)."""
 
-        model_config = ConfigDict(extra="forbid", defer_build=True)
+        model_config = ConfigDict(
+            extra="forbid", defer_build=True, json_schema_extra=trusted_only()
+        )
 
         PreToolUse: list[HookEntry] = Field(
             default_factory=list,

@@ -1,0 +1,276 @@
+"""Workspace trust: whether the code and commands a project brings may run.
+
+A cloned repository is not the user's: its ``.hookcode/tools/*.py``, the shell hooks, MCP
+servers and language-server commands of its ``hookcode.toml``, its skills, its provider
+endpoints and its allow rules all come from whoever wrote it. Until the user trusts the folder,
+hookcode loads none of that; the project's config may still tighten the policy (deny and ask
+rules) but not loosen it. User-level configuration (``~/.config/hookcode``, ``HOOKCODE_CONFIG``,
+``HOOKCODE_CONFIG_CONTENT``, ``HOOKCODE_PERMISSION``) is always trusted.
+
+The folder that needs trust is the worktree (the git root of the working directory, else the
+working directory). Trusted folders are kept in ``<data dir>/trust.json`` (mode 0600) as real
+paths; a folder is trusted when it or one of its ancestors is listed, so ``hookcode trust ~/src``
+trusts every project below ``~/src``. A trust file that cannot be read is an error naming it,
+never "trusted".
+
+Plugins take part in two ways:
+
+* a config setting that runs a program, sends data somewhere or weakens a policy is declared
+  with :func:`trusted_only` in the plugin's config model; core drops it from the project's files
+  of an untrusted folder before anything sees the config (see :mod:`hookcode.config`);
+* a plugin that loads files from the project itself reports them through the ``project_code``
+  hook and loads them only when :attr:`hookcode.runtime.Runtime.trusted` is true.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import threading
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from hookcode.configfiles import data_dir_for, read_config_file
+from hookcode.errors import ConfigError, HookcodeError
+
+if TYPE_CHECKING:
+    from hookcode.plugins import Plugins
+
+__all__ = [
+    "TRUSTED_ONLY",
+    "TRUST_FILE",
+    "Trust",
+    "TrustStore",
+    "ask_on_terminal",
+    "describe_path",
+    "is_trusted",
+    "project_code_items",
+    "trusted_only",
+    "untrusted_items",
+]
+
+#: the trust store's file name in the data directory
+TRUST_FILE = "trust.json"
+#: the JSON-schema key :func:`trusted_only` sets on a field or a model
+TRUSTED_ONLY = "x-trusted-only"
+
+_VERSION = 1
+_THREAD_LOCK = threading.Lock()
+
+
+def trusted_only(*, keep: Sequence[Any] = ()) -> dict[str, Any]:
+    """``json_schema_extra`` for a config field (or a whole model) that the project files of an
+    untrusted folder may not set: it runs a program, sends data or credentials somewhere, or
+    loosens a policy. Values in ``keep`` are still honoured (they only tighten: ``enabled =
+    false``). On a model, every field counts as trusted-only unless it has its own marker, and
+    a table left empty is dropped whole::
+
+        command: list[str] | None = Field(None, json_schema_extra=trusted_only())
+        enabled: bool = Field(True, json_schema_extra=trusted_only(keep=[False]))
+    """
+    return {TRUSTED_ONLY: list(keep)}
+
+
+def describe_path(path: str | os.PathLike[str], worktree: Path) -> str:
+    """``path`` relative to the worktree when it is inside it (short and unambiguous in one
+    warning line), else as given."""
+    try:
+        return Path(path).relative_to(worktree).as_posix()
+    except ValueError:
+        return str(path)
+
+
+# ---------------------------------------------------------------------------------------------
+# the store
+# ---------------------------------------------------------------------------------------------
+
+
+class TrustStore:
+    """The trusted folders, ``<data dir>/trust.json``: ``{"version": 1, "folders": [...]}``.
+
+    Changes are made under an exclusive ``flock`` of ``trust.json.lock`` (so two processes
+    trusting two folders at once keep both) and written atomically with mode 0600."""
+
+    def __init__(self, data_dir: Path) -> None:
+        self.data_dir = Path(data_dir)
+        self.path = self.data_dir / TRUST_FILE
+        self._lock_path = self.data_dir / (TRUST_FILE + ".lock")
+
+    def _corrupt(self, why: str) -> HookcodeError:
+        return HookcodeError(
+            f"{self.path}: the trust store is corrupt ({why}); fix or delete it, then trust "
+            "your folders again with `hookcode trust DIR`"
+        )
+
+    def folders(self) -> list[Path]:
+        """Every trusted folder, in the order they were trusted."""
+        try:
+            data = read_config_file(self.path)
+        except ConfigError as exc:
+            raise self._corrupt(exc.detail) from None
+        if data is None:
+            return []
+        try:
+            value = json.loads(data.decode("utf-8"))
+        except (UnicodeDecodeError, RecursionError, ValueError) as exc:
+            raise self._corrupt(f"not JSON: {type(exc).__name__}") from None
+        if not isinstance(value, dict) or not isinstance(value.get("folders"), list):
+            raise self._corrupt('expected {"version": 1, "folders": [...]}')
+        if value.get("version") != _VERSION:
+            raise self._corrupt(f"unknown version {value.get('version')!r}")
+        folders = []
+        for entry in value["folders"]:
+            if not isinstance(entry, str) or not os.path.isabs(entry):
+                raise self._corrupt(f"{entry!r} is not an absolute path")
+            folders.append(Path(entry))
+        return folders
+
+    def trusted_by(self, folder: str | os.PathLike[str]) -> Path | None:
+        """The entry that makes ``folder`` trusted (itself or an ancestor), else None."""
+        real = Path(os.path.realpath(folder))
+        entries = set(self.folders())
+        for directory in (real, *real.parents):
+            if directory in entries:
+                return directory
+        return None
+
+    def add(self, folder: str | os.PathLike[str]) -> tuple[Path, bool]:
+        """Trust ``folder`` (stored as its real path); (that path, whether it was added)."""
+        real = Path(os.path.realpath(folder))
+        with self._locked():
+            folders = self.folders()
+            if real in folders:
+                return real, False
+            self._write([*folders, real])
+        return real, True
+
+    def remove(self, folder: str | os.PathLike[str]) -> tuple[Path, bool]:
+        """Stop trusting ``folder`` itself; (its real path, whether it was listed)."""
+        real = Path(os.path.realpath(folder))
+        with self._locked():
+            folders = self.folders()
+            if real not in folders:
+                return real, False
+            self._write([f for f in folders if f != real])
+        return real, True
+
+    def _write(self, folders: list[Path]) -> None:
+        from hookcode.fileio import atomic_write
+
+        text = json.dumps({"version": _VERSION, "folders": [str(f) for f in folders]}, indent=2)
+        atomic_write(self.path, (text + "\n").encode("utf-8"), mode=0o600)
+
+    @contextlib.contextmanager
+    def _locked(self) -> Iterator[None]:
+        with _THREAD_LOCK:
+            self.data_dir.mkdir(parents=True, exist_ok=True, mode=0o700)
+            fd = os.open(self._lock_path, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o600)
+            try:
+                try:
+                    import fcntl
+                except ImportError:  # pragma: no cover - not POSIX: the thread lock only
+                    yield
+                    return
+                fcntl.flock(fd, fcntl.LOCK_EX)
+                try:
+                    yield
+                finally:
+                    fcntl.flock(fd, fcntl.LOCK_UN)
+            finally:
+                os.close(fd)
+
+
+def is_trusted(folder: str | os.PathLike[str], env: Mapping[str, str] = os.environ) -> bool:
+    """Whether the trust store of ``env``'s data directory trusts ``folder``. Raises
+    :class:`~hookcode.errors.HookcodeError` when the store is corrupt."""
+    return TrustStore(data_dir_for(env)).trusted_by(folder) is not None
+
+
+# ---------------------------------------------------------------------------------------------
+# one runtime's trust
+# ---------------------------------------------------------------------------------------------
+
+
+@dataclass
+class Trust:
+    """Whether a runtime's folder is trusted, and what was kept from running because it is not."""
+
+    folder: Path
+    trusted: bool
+    #: what an untrusted folder did not load (``.hookcode/tools/a.py``, ``mcp.fs (hookcode.toml)``)
+    skipped: list[str] = field(default_factory=list)
+
+    def skip(self, *items: str) -> None:
+        for item in items:
+            if item not in self.skipped:
+                self.skipped.append(item)
+
+    def warning(self) -> str | None:
+        """The one line an untrusted run prints (None when nothing was skipped)."""
+        if self.trusted or not self.skipped:
+            return None
+        return (
+            f"this folder is not trusted ({self.folder}); skipped: {', '.join(self.skipped)}; "
+            "run 'hookcode trust' to trust it"
+        )
+
+
+def untrusted_items(
+    cwd: Path,
+    worktree: Path,
+    env: Mapping[str, str],
+    plugins: Plugins,
+    *,
+    claimed: Mapping[str, Any] | None = None,
+) -> list[str]:
+    """What an untrusted run in ``cwd`` would skip: the project config's trusted-only settings
+    and allow rules, its agent files' allow rules, and what plugins report through
+    ``project_code``. Reads files only; imports and runs nothing of the project."""
+    from hookcode.agents import untrusted_agent_items
+    from hookcode.config import claimed_sections, untrusted_config_items
+
+    if claimed is None:
+        claimed, _owners = claimed_sections(plugins)
+    items = untrusted_config_items(cwd, worktree, claimed, env=env)
+    items += untrusted_agent_items(cwd, worktree, env)
+    items += project_code_items(plugins, cwd, worktree, env)
+    return list(dict.fromkeys(items))
+
+
+def project_code_items(
+    plugins: Plugins, cwd: Path, worktree: Path, env: Mapping[str, str]
+) -> list[str]:
+    """Every plugin's answer to ``project_code`` (a raising plugin is reported and skipped)."""
+    items: list[str] = []
+    for plugin, found in plugins.collect("project_code", cwd=cwd, worktree=worktree, env=env):
+        if isinstance(found, str) or not isinstance(found, list | tuple):
+            plugins.warn(f"plugin {plugin!r}: project_code must return a list of strings")
+            continue
+        items += [str(item) for item in found]
+    return items
+
+
+def ask_on_terminal(
+    folder: Path, items: Sequence[str], *, read: Callable[[], str], write: Callable[[str], Any]
+) -> bool:
+    """Ask whether to trust ``folder`` (the default, on an empty answer or end of input, is no;
+    Ctrl-C stops the command)."""
+    lines = [
+        f"hookcode: this folder is not trusted: {folder}",
+        "It brings code, commands or settings that run only in trusted folders:",
+        *(f"  - {item}" for item in items),
+        "Trusting it lets them run now and in every later session "
+        "(`hookcode trust --revoke` undoes it).",
+        f"Do you trust the files in this folder? {folder} [y/N] ",
+    ]
+    write("\n".join(lines))
+    try:
+        answer = read()
+    except EOFError:
+        answer = ""
+    if not answer.endswith("\n"):
+        write("\n")
+    return answer.strip().lower() in ("y", "yes")

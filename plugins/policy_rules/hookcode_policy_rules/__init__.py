@@ -144,7 +144,7 @@ def permission_ask(request: PermissionRequest) -> Vote | Action:
         from hookcode.permission import Vote
 
         reasons = "; ".join(request.metadata.get("reasons") or []) or "it could not be analysed"
-        catch_all = ruleset.last_match(request.permission, "*")
+        catch_all = ruleset.decide_one(request.permission, "*").rule
         if catch_all is not None and catch_all.action == "deny":
             return Vote(
                 "deny",

@@ -176,6 +176,7 @@ def register(app: typer.Typer, state: CliState) -> None:
         data = session_show(rt.store, session_id)
         if data is None:
             raise fail(f"no session '{session_id}' (see `hookcode sessions list`)")
+        data = rt.secrets.redact_value(data)  # stored before a secret was known, too
         if as_json:  # one line: the C encoder (indent= would use the slow Python one)
             import json
 
@@ -185,12 +186,13 @@ def register(app: typer.Typer, state: CliState) -> None:
 
     @sessions_app.command("export")
     def sessions_export(session_id: str = typer.Argument(..., metavar="ID")) -> None:
-        """Print a session as JSON: everything stored (messages, parts, todos, children)."""
+        """Print a session as JSON: everything stored (messages, parts, todos, children), with
+        every secret this runtime knows redacted."""
         rt = runtime()
         data = session_export(rt.store, session_id)
         if data is None:
             raise fail(f"no session '{session_id}' (see `hookcode sessions list`)")
-        print_json(data)
+        print_json(rt.secrets.redact_value(data))  # stored before a secret was known, too
 
     @sessions_app.command("delete")
     def sessions_delete(session_id: str = typer.Argument(..., metavar="ID")) -> None:

@@ -408,13 +408,14 @@ class Runtime:
         self.store.save_tool_part(self.redact_part(part))
 
     def redact_part(self, part: ToolPartRecord) -> ToolPartRecord:
-        """``part`` with every known secret redacted (a copy, if one was found: the call's
-        own arguments stay as the tool got them)."""
+        """``part`` with the known secrets of its arguments and error redacted (a copy, if one
+        was found: the call's own arguments stay as the model wrote them). Its output, title
+        and metadata come from a result ``pipeline.invoke`` has redacted already."""
         redactor = self.secrets.redactor()
         if not redactor:
             return part
         changed = {}
-        for name in ("input", "output", "title", "metadata", "attachments", "error"):
+        for name in ("input", "error"):
             value = getattr(part, name)
             redacted = redactor.redact_value(value)
             if redacted is not value:

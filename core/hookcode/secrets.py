@@ -9,9 +9,11 @@ A runtime knows these secrets (:meth:`Secrets.known`):
 * **auth.json**: every value stored by ``hookcode auth login``;
 * **mcp-auth.json**: the tokens and client secrets of MCP OAuth logins;
 * **config**: every value of a ``headers`` table (provider and MCP headers; for
-  ``"Bearer TOKEN"`` the token alone too), every value under a key named like a secret
-  (:func:`secret_key_name`: ``authorization``, ``api_key``, ``token``, ``*_secret``,
-  ``password``, ...) and the secret-named entries of ``env`` tables (MCP server environments).
+  ``"Bearer TOKEN"`` the token alone too) but those of headers that never carry a credential
+  (:data:`PUBLIC_HEADERS`: ``Content-Type``, ``User-Agent``, ``X-Title``, ...), every value
+  under a key named like a secret (:func:`secret_key_name`: ``authorization``, ``api_key``,
+  ``token``, ``*_secret``, ``password``, ...) and the secret-named entries of ``env`` and
+  ``environment`` tables (MCP server environments).
 
 A value shorter than :data:`MIN_LENGTH` characters is never treated as a secret: replacing
 every ``1234`` or ``true`` would shred ordinary output. A secret is replaced by
@@ -47,6 +49,7 @@ if TYPE_CHECKING:
 __all__ = [
     "MASK",
     "MIN_LENGTH",
+    "PUBLIC_HEADERS",
     "Redactor",
     "Secret",
     "Secrets",
@@ -62,6 +65,25 @@ MIN_LENGTH = 8
 MASK = "****"
 #: seconds between two looks at auth.json and mcp-auth.json for changes
 RECHECK_SECONDS = 0.5
+#: HTTP headers (lower-cased) whose configured values are not secrets: redacting them would
+#: replace every ``application/json`` or ``hookcode`` in tool output (``config show`` masks
+#: every header value all the same). Any other header's value is a secret.
+PUBLIC_HEADERS = frozenset(
+    {
+        "accept",
+        "accept-encoding",
+        "accept-language",
+        "anthropic-beta",
+        "anthropic-version",
+        "cache-control",
+        "content-type",
+        "http-referer",
+        "openai-beta",
+        "referer",
+        "user-agent",
+        "x-title",
+    }
+)
 
 # Environment variable names whose values are secrets (upper-cased name), and the endings of
 # names that hold a path, an address or a name instead (GOOGLE_APPLICATION_CREDENTIALS-like
@@ -171,7 +193,7 @@ class Redactor:
     named after the first. Longer secrets are replaced first, so one that contains another
     goes whole."""
 
-    __slots__ = ("_probes", "_starts", "longest", "markers")
+    __slots__ = ("_probes", "_starts", "longest", "markers", "shortest")
 
     def __init__(self, secrets: Iterable[Secret | str] = ()) -> None:
         markers: dict[str, str] = {}
@@ -189,6 +211,9 @@ class Redactor:
         self._starts = [(value, value[0]) for value in ordered]
         #: the length of the longest secret (0 when there is none)
         self.longest = len(ordered[0]) if ordered else 0
+        #: the length of the shortest one: a shorter text holds none (the common case of a
+        #: tool call's small values costs a length check)
+        self.shortest = len(ordered[-1]) if ordered else 0
 
     def __bool__(self) -> bool:
         return bool(self.markers)
@@ -226,7 +251,7 @@ class Redactor:
     def redact(self, text: str) -> str:
         """``text`` with every known secret replaced by its marker (the same object when
         there is none)."""
-        if not self._probes:
+        if len(text) < self.shortest or not self._probes:
             return text
         for value in self.found(text):
             text = text.replace(value, self.markers[value])
@@ -241,22 +266,32 @@ class Redactor:
 
     def _walk(self, value: Any) -> Any:
         if isinstance(value, str):
-            return self.redact(value)
+            return value if len(value) < self.shortest else self.redact(value)
         if isinstance(value, dict):
-            changed = False
-            out = {}
+            # one look first (most values are clean: nothing is built), then the copy
             for key, item in value.items():
-                new_key = self.redact(key) if isinstance(key, str) else key
-                new_item = self._walk(item)
-                changed = changed or new_key is not key or new_item is not item
-                out[new_key] = new_item
-            return out if changed else value
-        if isinstance(value, list | tuple):
-            items = [self._walk(item) for item in value]
-            if all(new is old for new, old in zip(items, value, strict=True)):
+                if self._changes(key) or self._changes(item):
+                    break
+            else:
                 return value
+            return {self._walk(key): self._walk(item) for key, item in value.items()}
+        if isinstance(value, list | tuple):
+            for item in value:
+                if self._changes(item):
+                    break
+            else:
+                return value
+            items = [self._walk(item) for item in value]
             return items if isinstance(value, list) else tuple(items)
         return value
+
+    def _changes(self, value: Any) -> bool:
+        """Whether :meth:`_walk` would change ``value``."""
+        if isinstance(value, str):
+            return len(value) >= self.shortest and self.redact(value) is not value
+        if isinstance(value, dict | list | tuple):
+            return self._walk(value) is not value
+        return False
 
     def settled(self, text: str) -> str:
         """The part of a text that is still growing (a model's reply as it streams) that may
@@ -348,7 +383,7 @@ class Secrets:
 
     def __init__(self, runtime: Runtime) -> None:
         self._runtime = runtime
-        self._lock = threading.Lock()
+        self._lock = threading.RLock()  # an auth hook may ask for the redactor itself
         self._redactor: Redactor | None = None
         self._extra: dict[tuple[str, ...], tuple[Redactor, Redactor]] = {}
         self._files_key: object = None
@@ -507,7 +542,8 @@ def _config_secrets(value: Any, path: tuple[str, ...]) -> Iterator[Secret]:
             continue
         text = item.strip()
         source = "config " + ".".join(where)
-        if parent == "headers" or secret_key_name(key):
+        header = parent == "headers" and key.lower() not in PUBLIC_HEADERS
+        if header or secret_key_name(key):
             yield Secret(text, source)
             scheme = _AUTH_SCHEME.match(text)
             if scheme:

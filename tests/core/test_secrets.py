@@ -275,7 +275,7 @@ def test_a_runtime_knows_the_secrets_of_every_source(hookcode_env: Any) -> None:
     assert known["cs-9988776"] == "mcp-auth.json docs"
     source = "config provider.corp.headers.Authorization"
     assert known[f"Bearer {HEADER_TOKEN}"] == known[HEADER_TOKEN] == source
-    assert known["hookcode-title"] == "config provider.corp.headers.X-Title"
+    assert "hookcode-title" not in known  # X-Title never carries a credential
     assert known["mcp-header-value-123"] == "config mcp.docs.headers.X-Api-Key"
     assert known["mcp-env-token-456"] == "config mcp.local.environment.SERVICE_TOKEN"
     for ordinary in (

@@ -101,10 +101,6 @@ class Credentials:
         self._write(data)
         return True
 
-    def secrets(self) -> list[str]:
-        """Every stored secret (for redaction)."""
-        return [str(v.get("key")) for v in self.stored().values() if v.get("key")]
-
 
 def redact(text: str, secrets: Iterable[str]) -> str:
     """``text`` with every secret (of 8+ characters) replaced by ``[redacted]``."""

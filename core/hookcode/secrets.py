@@ -103,6 +103,8 @@ _KEY_SECRET = re.compile(
 _KEY_NAMES_ENV = re.compile(r"^(.*)_(?:env|env_var|var)$")
 # an HTTP authorization value "SCHEME CREDENTIAL": the credential alone is a secret too
 _AUTH_SCHEME = re.compile(r"^(?:bearer|basic|token|digest|apikey|key)\s+(\S+)$", re.IGNORECASE)
+#: characters a marker's source keeps (others, such as quotes from a config key, become "?")
+_UNSAFE_IN_MARKER = re.compile(r"[^\w.:/@+ -]")
 #: variables that look secret but are not (hookcode's own process tag)
 _NOT_SECRET_ENV = frozenset({"HOOKCODE_PROC_TOKEN"})
 
@@ -199,7 +201,9 @@ class Redactor:
         markers: dict[str, str] = {}
         for secret in secrets:
             if isinstance(secret, Secret):
-                value, marker = secret.value, f"[redacted: {secret.source}]"
+                # the marker may land inside JSON or a shell line: plain characters only
+                source = _UNSAFE_IN_MARKER.sub("?", secret.source)
+                value, marker = secret.value, f"[redacted: {source}]"
             else:
                 value, marker = str(secret), "[redacted]"
             if len(value) >= MIN_LENGTH and value not in markers:
@@ -340,9 +344,10 @@ class StreamRedactor:
     :meth:`flush` returns at the end, is :meth:`Redactor.redact` of the whole text.
 
     A secret may straddle two chunks: the end of a chunk that could be the start of a secret
-    (at most the longest secret's length minus one characters) is held back until the next
-    chunk shows whether it is. Most chunk ends cannot be (their last character begins no
-    secret), so most chunks go through whole, without a copy."""
+    (shorter than the longest secret, or a little more where one secret contains the start of
+    another) is held back until the next chunk shows whether it is. Most chunk ends cannot be
+    (their last characters begin no secret), so most chunks go through whole, without a
+    copy."""
 
     __slots__ = ("_pending", "_redactor")
 

@@ -8,6 +8,11 @@ Two ways in, one result: :meth:`Truncator.truncate` takes a string; :meth:`Trunc
 returns a :class:`StreamingOutput` that takes chunks (bytes or str) and holds only O(budget)
 characters in memory. Both produce the same :class:`Truncated` for the same text.
 
+Known secrets (a truncator given ``runtime.secrets.redactor``, see :mod:`hookcode.secrets`)
+never reach a spill file: a streamed output is redacted as it comes (a secret split between
+two chunks included), a string when it is spilled. Spill files are created with mode 0600 in
+a 0700 directory.
+
 Why a bounded window is enough: the kept head is a prefix of the text no longer than ``max_bytes``
 bytes, and the kept tail a suffix no longer than that. So the first (or last) ``max_bytes + 1``
 *characters* (each at least one byte) decide the cut: every line that ends inside the window is

@@ -62,6 +62,9 @@ def test_a_secret_is_replaced_by_a_marker_naming_its_source() -> None:
     )
     clean = "nothing to see"
     assert redactor.redact(clean) is clean
+    # a source with quotes (a config key) cannot break the JSON or the line it lands in
+    quoted = Redactor([Secret("q" * 10, 'config headers."X\\Y"')])
+    assert quoted.redact("q" * 10) == "[redacted: config headers.?X?Y?]"
     assert ENV_KEY not in repr(Secret(ENV_KEY, "X")) and ENV_KEY not in repr(redactor)
 
 
@@ -568,7 +571,7 @@ def test_sessions_export_and_show_carry_no_secret(hookcode_env: Any) -> None:
         "--script",
         str(script),
         "--yes",
-        f"my key: {ENV_KEY}",
+        f"my key: {ENV_KEY} later-key-0042",
         **env,
     )
     assert run.returncode == 0, run.stdout + run.stderr
@@ -587,12 +590,16 @@ def test_sessions_export_and_show_carry_no_secret(hookcode_env: Any) -> None:
     exported = hookcode(hookcode_env, "sessions", "export", session["id"], **env)
     shown = hookcode(hookcode_env, "sessions", "show", session["id"], "--json", **env)
     text = hookcode(hookcode_env, "sessions", "show", session["id"], **env)
-    for out in (exported, shown, text):
+    relisted = hookcode(hookcode_env, "sessions", "list", "--json", **env)
+    listed_text = hookcode(hookcode_env, "sessions", "list", **env)
+    for out in (exported, shown, text, relisted, listed_text):
         assert out.returncode == 0, out.stderr
         assert ENV_KEY not in out.stdout and STORED_KEY not in out.stdout
         assert "later-key-0042" not in out.stdout
     data = json.loads(exported.stdout)
-    assert data["session"]["title"] == "my key: [redacted: ANTHROPIC_API_KEY]"
+    title = "my key: [redacted: ANTHROPIC_API_KEY] [redacted: auth.json anthropic]"
+    assert data["session"]["title"] == title
+    assert json.loads(relisted.stdout)[0]["title"] == title
     assert "[redacted: auth.json openai]" in exported.stdout
     assert "[redacted: auth.json anthropic]" in exported.stdout
 

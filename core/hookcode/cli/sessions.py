@@ -147,8 +147,9 @@ def register(app: typer.Typer, state: CliState) -> None:
         """This project's sessions, most recent first (--all: every project's)."""
         rt = runtime()
         project = None if all_projects else str(rt.worktree)
+        redact = rt.secrets.redactor().redact  # titles stored before a secret was known
         if as_json:
-            rows = rt.store.sessions_json(project)
+            rows = [redact(row) for row in rt.store.sessions_json(project)]
             sys.stdout.write("[\n  " + ",\n  ".join(rows) + "\n]\n" if rows else "[]\n")
             return
         records = rt.store.list_sessions(project)
@@ -162,7 +163,7 @@ def register(app: typer.Typer, state: CliState) -> None:
             extra = f"  [{r.project}]" if all_projects else ""
             lines.append(
                 f"{r.id}  {when}  ${r.cost:<8.4f} {r.agent:<8} {r.model or '-':<24} "
-                f"{r.title}{child}{extra}"
+                f"{redact(r.title)}{child}{extra}"
             )
         sys.stdout.write("\n".join(lines) + "\n")
 

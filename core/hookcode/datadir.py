@@ -58,7 +58,8 @@ def private_file(path: str | os.PathLike[str], *, create: bool = True) -> None:
 def secure_data_dir(data_dir: str | os.PathLike[str]) -> list[str]:
     """Create ``data_dir`` with mode 0700; if it exists and others may enter it, make it 0700
     and everything in it private (directories 0700, files 0600). Returns the problems met,
-    one line each (a file system without modes, a directory of another user)."""
+    one line each (a file system without modes). A data directory of another user is refused
+    (:class:`~hookcode.errors.HookcodeError`): its owner could read what is kept there."""
     target = Path(data_dir)
     try:
         os.mkdir(target, PRIVATE_DIR)
@@ -70,10 +71,20 @@ def secure_data_dir(data_dir: str | os.PathLike[str]) -> list[str]:
         pass
     problems: list[str] = []
     try:
-        loose = bool(os.stat(target).st_mode & 0o077)
+        st = os.stat(target)
     except OSError as exc:
         return [f"{target}: cannot check its mode: {exc.strerror or exc}"]
-    if not loose:
+    euid = os.geteuid() if hasattr(os, "geteuid") else None
+    if euid not in (None, 0, st.st_uid):
+        # made by someone else (a shared /tmp path): its owner could read everything kept there
+        from hookcode.errors import HookcodeError
+
+        raise HookcodeError(
+            f"{target}: the data directory belongs to another user (uid {st.st_uid}), who could "
+            "read the sessions and credentials kept there; set HOOKCODE_DATA_DIR to a "
+            "directory of your own"
+        )
+    if not st.st_mode & 0o077:
         return []
     try:
         _tighten(target, PRIVATE_DIR, directory=True, follow=True)

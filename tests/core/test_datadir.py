@@ -6,8 +6,11 @@ from __future__ import annotations
 import os
 import stat
 from pathlib import Path
+from typing import Any
 
+import pytest
 from hookcode.datadir import private_dir, private_file, secure_data_dir
+from hookcode.errors import HookcodeError
 
 
 def mode(path: Path) -> int:
@@ -84,3 +87,37 @@ def test_secure_data_dir_creates_a_missing_one_private(tmp_path: Path) -> None:
     data = tmp_path / "x" / "data"
     assert secure_data_dir(data) == []
     assert mode(data) == 0o700 and mode(tmp_path / "x") == 0o700
+
+
+def test_a_data_directory_of_another_user_is_refused(tmp_path: Path, monkeypatch: Any) -> None:
+    """Someone else made the directory (a shared /tmp path): they could read what is kept
+    there, so it is not used. (This process runs as another user than the directory's owner;
+    root may use any.)"""
+    data = tmp_path / "shared"
+    data.mkdir(mode=0o777)
+    owner = data.stat().st_uid
+    monkeypatch.setattr(os, "geteuid", lambda: owner + 1000)
+    with pytest.raises(HookcodeError, match="belongs to another user") as err:
+        secure_data_dir(data)
+    assert str(data) in str(err.value) and "HOOKCODE_DATA_DIR" in str(err.value)
+    monkeypatch.setattr(os, "geteuid", lambda: owner)
+    assert secure_data_dir(data) == [] and mode(data) == 0o700
+
+
+def test_the_cli_says_so_in_one_line(
+    tmp_path: Path, monkeypatch: Any, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from hookcode.cli import main
+
+    data = tmp_path / "shared"
+    data.mkdir(mode=0o777)
+    project = tmp_path / "project"
+    project.mkdir()
+    monkeypatch.setenv("HOOKCODE_DATA_DIR", str(data))
+    monkeypatch.setenv("HOOKCODE_LOAD_PLUGINS", "")
+    monkeypatch.setattr(os, "geteuid", lambda: data.stat().st_uid + 1000)
+    assert main(["-C", str(project), "sessions", "list"]) == 1
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and err[0].startswith("hookcode: error: ")
+    assert "belongs to another user" in err[0]
+    assert not (data / "hookcode.db").exists()

@@ -2,7 +2,8 @@
 
 A key is looked up in the environment variables the provider names (``ANTHROPIC_API_KEY``),
 then in ``<data dir>/auth.json`` (written by ``hookcode auth login``, mode 0600). Secrets never
-appear in logs, events, the session store or error messages: :func:`redact` scrubs text.
+appear in logs, events, the session store or error messages: :mod:`hookcode.secrets` knows
+every one of them and redacts them; :func:`redact` scrubs text of the secrets it is given.
 """
 
 from __future__ import annotations
@@ -33,9 +34,12 @@ class Credential:
 class Credentials:
     """Looks up and stores provider credentials."""
 
-    def __init__(self, path: Path, env: Mapping[str, str]) -> None:
+    def __init__(
+        self, path: Path, env: Mapping[str, str], on_change: Callable[[], object] | None = None
+    ) -> None:
         self.path = path
         self.env = env
+        self._on_change = on_change
 
     # -- reading ------------------------------------------------------------------------------
     def stored(self) -> dict[str, dict[str, str]]:
@@ -72,9 +76,13 @@ class Credentials:
 
     # -- writing ------------------------------------------------------------------------------
     def _write(self, data: dict[str, dict[str, str]]) -> None:
+        from hookcode.datadir import private_dir
         from hookcode.fileio import atomic_write  # its temporary file is 0600 from the start
 
+        private_dir(self.path.parent)
         atomic_write(self.path, json.dumps(data, indent=2).encode(), mode=0o600)
+        if self._on_change is not None:
+            self._on_change()  # e.g. the runtime's secrets: the new key is redacted at once
 
     def set(self, provider: str, key: str) -> None:
         """Store an API key for ``provider`` (auth.json stays mode 0600)."""
@@ -93,10 +101,6 @@ class Credentials:
         self._write(data)
         return True
 
-    def secrets(self) -> list[str]:
-        """Every stored secret (for redaction)."""
-        return [str(v.get("key")) for v in self.stored().values() if v.get("key")]
-
 
 def redact(text: str, secrets: Iterable[str]) -> str:
     """``text`` with every secret (of 8+ characters) replaced by ``[redacted]``."""
@@ -104,13 +108,8 @@ def redact(text: str, secrets: Iterable[str]) -> str:
 
 
 def redactor(secrets: Iterable[str]) -> Callable[[str], str]:
-    """:func:`redact` with ``secrets`` prepared once, for redacting many strings."""
-    ordered = sorted({s for s in secrets if s and len(s) >= 8}, key=len, reverse=True)
+    """:func:`redact` with ``secrets`` prepared once, for redacting many strings (a
+    :class:`hookcode.secrets.Redactor` of anonymous secrets)."""
+    from hookcode.secrets import Redactor
 
-    def apply(text: str) -> str:
-        for secret in ordered:  # longest first: a secret that contains another goes whole
-            if secret in text:
-                text = text.replace(secret, "[redacted]")
-        return text
-
-    return apply
+    return Redactor(secrets).redact

@@ -8,9 +8,12 @@ From the model, ``batch``, a sub-agent, MCP or the CLI's ``tools call``, in this
 3. ``tool_execute_before`` hooks, then validate again;
 4. the permission pre-check (tools that do not ask themselves), then ``tool_execute``
    (wrappers, then the tool) under the tool's timeout and the abort signal;
-5. truncation, unless the tool set ``metadata["truncated"]`` itself;
+5. truncation, unless the tool set ``metadata["truncated"]`` itself; then every known secret
+   is redacted from the output, title and metadata (:mod:`hookcode.secrets`), so the model,
+   the hooks and the store all see the same redacted result;
 6. ``tool_execute_after`` (success) or ``tool_execute_error`` (failure);
-7. the call is recorded (store, events): pending -> running -> completed | error.
+7. the call is recorded (store, events): pending -> running -> completed | error; an error's
+   message is redacted too, and the store gets a redacted copy of the arguments.
 """
 
 from __future__ import annotations
@@ -50,6 +53,8 @@ class Outcome:
     call: ToolCall
     result: ToolResult | None = None
     error: BaseException | None = None
+    #: the error's message as recorded and shown (known secrets redacted); None: the error's own
+    message: str | None = None
 
     @property
     def ok(self) -> bool:
@@ -57,7 +62,9 @@ class Outcome:
 
     @property
     def error_text(self) -> str | None:
-        return None if self.error is None else _message(self.error)
+        if self.error is None:
+            return None
+        return self.message if self.message is not None else _message(self.error)
 
     def to_dict(self) -> dict[str, Any]:
         if self.result is not None and self.error is None:
@@ -190,9 +197,10 @@ async def _body(
         ctx._validated = validated  # type: ignore[attr-defined]
         ctx._tool_obj = tool  # type: ignore[attr-defined]
         result = await _guarded(_execute_chain(plugins, call, ctx), ctx, runtime.timeout_for(tool))
-        # 5. truncation
+        # 5. truncation, then the result's known secrets (one pass over a bounded output)
         if "truncated" not in result.metadata:
             runtime.truncate(result, tool, ctx)
+        _redact_result(runtime, result)
         # 6. after hooks
         for impl in plugins.impls("tool_execute_after"):
             try:
@@ -211,8 +219,22 @@ async def _body(
     except Exception as exc:
         outcome = Outcome(call, error=exc)
         outcome = await _error_hooks(plugins, call, ctx, outcome)
+        if outcome.result is not None:  # recovered by an error hook
+            _redact_result(runtime, outcome.result)
     _finish(runtime, running, outcome)
     return outcome
+
+
+def _redact_result(runtime: Any, result: ToolResult) -> None:
+    """Replace the known secrets in a result's output, title and metadata, in place."""
+    redactor = runtime.secrets.redactor()
+    if not redactor:
+        return
+    result.output = redactor.redact(result.output)
+    if result.title:
+        result.title = redactor.redact(result.title)
+    if result.metadata:
+        result.metadata = redactor.redact_value(result.metadata)
 
 
 async def _before_hooks(plugins: Any, call: ToolCall, ctx: ToolContext) -> None:
@@ -467,7 +489,11 @@ def _finish(runtime: Any, running: _Running, outcome: Outcome) -> None:
         )
     else:
         part.state = "error"
-        part.error = outcome.error_text
+        text = outcome.error_text
+        redacted = runtime.secrets.redact(text) if text else text
+        if redacted != text:
+            outcome.message = redacted  # what the model and the front end are told, too
+        part.error = redacted
         runtime.record_part(part)
         runtime.events.publish(
             "tool.failed",

@@ -3,6 +3,7 @@ together for a working directory. Built by :class:`Runtime` (never a module glob
 
 from __future__ import annotations
 
+import dataclasses
 import os
 import time
 from collections.abc import Callable, Mapping
@@ -35,6 +36,7 @@ if TYPE_CHECKING:
     from hookcode.permission import PermissionRequest
     from hookcode.protected import ProtectedPaths
     from hookcode.providers import Provider
+    from hookcode.secrets import Secrets
     from hookcode.store import SessionRecord, Store, ToolPartRecord
     from hookcode.tools import Tool, ToolContext, ToolResult
     from hookcode.truncate import Truncator
@@ -103,6 +105,7 @@ class Runtime:
         self._store: Store | None = None
         self._credentials: Credentials | None = None
         self._protected: ProtectedPaths | None = None
+        self._secrets: Secrets | None = None
         self._truncator: Truncator | None = None
         self._file_times: dict[str, FileTimes] = {}
         self._agents: dict[str, AgentSpec] | None = None
@@ -156,10 +159,23 @@ class Runtime:
     @property
     def store(self) -> Store:
         if self._store is None:
+            from hookcode.datadir import secure_data_dir
             from hookcode.store import Store
 
+            # the data directory is private (0700, files 0600), tightened if it is not yet
+            for problem in secure_data_dir(self.data_dir):
+                self.plugins.warn(problem)
             self._store = Store(self.data_dir / "hookcode.db")
         return self._store
+
+    @property
+    def secrets(self) -> Secrets:
+        """The secrets this runtime knows, and their redaction (:mod:`hookcode.secrets`)."""
+        if self._secrets is None:
+            from hookcode.secrets import Secrets
+
+            self._secrets = Secrets(self)
+        return self._secrets
 
     @property
     def truncator(self) -> Truncator:
@@ -167,7 +183,7 @@ class Runtime:
         if self._truncator is None:
             from hookcode.truncate import Truncator
 
-            self._truncator = Truncator(self.data_dir)
+            self._truncator = Truncator(self.data_dir, self.secrets.redactor)
         if time.monotonic() >= self._next_cleanup:
             self._next_cleanup = time.monotonic() + CLEANUP_INTERVAL
             self.executor.submit(self._cleanup_spill, self._truncator)
@@ -185,7 +201,9 @@ class Runtime:
         if self._credentials is None:
             from hookcode.auth import Credentials
 
-            self._credentials = Credentials(self.data_dir / "auth.json", self.env)
+            self._credentials = Credentials(
+                self.data_dir / "auth.json", self.env, on_change=self.secrets.invalidate
+            )
         return self._credentials
 
     def providers(self) -> dict[str, Provider]:
@@ -384,10 +402,12 @@ class Runtime:
         return list(cached[1])
 
     def invalidate(self) -> None:
-        """Forget cached agents and rules (after the config or the plugins changed)."""
+        """Forget cached agents, rules and secrets (after the config or the plugins changed)."""
         self._agents = None
         self._base_rules.clear()
         self._tightening.clear()
+        if self._secrets is not None:
+            self._secrets.invalidate()
 
     # -- tool calls ---------------------------------------------------------------------------
     def timeout_for(self, tool: Tool) -> float | None:
@@ -425,7 +445,22 @@ class Runtime:
         unrecorded = unrecorded_running.get()
         if unrecorded is not None:
             unrecorded.commit()
-        self.store.save_tool_part(part)
+        self.store.save_tool_part(self.redact_part(part))
+
+    def redact_part(self, part: ToolPartRecord) -> ToolPartRecord:
+        """``part`` with the known secrets of its arguments and error redacted (a copy, if one
+        was found: the call's own arguments stay as the model wrote them). Its output, title
+        and metadata come from a result ``pipeline.invoke`` has redacted already."""
+        redactor = self.secrets.redactor()
+        if not redactor:
+            return part
+        changed = {}
+        for name in ("input", "error"):
+            value = getattr(part, name)
+            redacted = redactor.redact_value(value)
+            if redacted is not value:
+                changed[name] = redacted
+        return dataclasses.replace(part, **changed) if changed else part
 
     # -- sessions -----------------------------------------------------------------------------
     def create_session(
@@ -436,6 +471,7 @@ class Runtime:
         model: str | None = None,
         parent_id: str | None = None,
     ) -> SessionRecord:
+        title = self.secrets.redact(title)
         record = self.store.create_session(
             project=str(self.worktree),
             directory=str(self.cwd),

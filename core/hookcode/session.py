@@ -334,7 +334,7 @@ class SessionLoop:
         resumed = self.session is not None
         if self.session is None:
             self.session = rt.create_session(
-                title=_title(text), agent=self.spec.name, model=self.model_id
+                title=_title(rt.secrets.redact(text)), agent=self.spec.name, model=self.model_id
             )
         session = self.session
         result = self.result
@@ -427,14 +427,14 @@ class SessionLoop:
                 )
         self._append(user)
         if not self.session.title or self.session.title == "New session":
-            title = _title(message.text)
+            title = _title(self.runtime.secrets.redact(message.text))  # cut after: no half key
             self.store.update_session(self.session.id, title=title)
             self.session.title = title
         return user
 
     def _append(self, message: SessionMessage) -> None:
         self.messages.append(message)
-        self.store.save_message(message.info())
+        self._save_message(message)
         for part in message.parts:
             self._save_part(message, part)
         self.runtime.events.publish(
@@ -608,7 +608,7 @@ class SessionLoop:
             **extra,
         )
         self.messages.append(msg)
-        self.store.save_message(msg.info())
+        self._save_message(msg)
         return msg
 
     async def _request(
@@ -790,17 +790,25 @@ class SessionLoop:
         st.dirty.add(part.id)
         now = time.monotonic()
         if now - st.saved_at >= SAVE_INTERVAL:
-            self._flush(msg, st)
+            self._flush(msg, st, growing=part)
 
-    def _flush(self, msg: SessionMessage, st: _Step) -> None:
+    def _flush(self, msg: SessionMessage, st: _Step, growing: Any = None) -> None:
+        """Store the parts changed since the last flush. ``growing``: the part still
+        streaming, stored (like the input of every call still streaming) without an end that
+        could be the start of a secret: the rest comes later, and half a key would not be
+        recognised."""
         if not st.dirty:
             return
         for part in st.parts:
             if part.id in st.dirty:
                 if isinstance(part, ToolPart):
-                    self.store.set_tool_raw(part.call_id, part.state.raw or "")
+                    raw = part.state.raw or ""
+                    redactor = self.runtime.secrets.redactor()
+                    streaming = any(part is p for p in st.pending.values())
+                    raw = redactor.settled(raw) if streaming else redactor.redact(raw)
+                    self.store.set_tool_raw(part.call_id, raw)
                 else:
-                    self._save_part(msg, part)
+                    self._save_part(msg, part, growing=part is growing)
         st.dirty.clear()
         st.saved_at = time.monotonic()
 
@@ -997,7 +1005,7 @@ class SessionLoop:
         aborted = st.aborted or self.abort.is_set()
         for part in st.pending.values():
             if part.state.raw:
-                self.store.set_tool_raw(part.call_id, part.state.raw)
+                self.store.set_tool_raw(part.call_id, self.runtime.secrets.redact(part.state.raw))
             self._fail_part(msg, part, ABORTED if aborted else CUT_OFF)
         st.pending.clear()
         if aborted:
@@ -1027,7 +1035,7 @@ class SessionLoop:
         msg.cost = cost
         msg.completed = time.time()
         with self.store.transaction():
-            self.store.save_message(msg.info())
+            self._save_message(msg)
             self.store.add_session_usage(
                 self.session.id,
                 cost=cost,
@@ -1069,13 +1077,23 @@ class SessionLoop:
                 }
             )
 
-    def _save_part(self, msg: SessionMessage, part: Any) -> None:
-        data = part.model_dump(mode="json")
+    def _save_part(self, msg: SessionMessage, part: Any, *, growing: bool = False) -> None:
+        """Store a part; known secrets (a key pasted in a message, or repeated by the model)
+        are redacted from the stored copy (see :meth:`_flush` for ``growing``)."""
         if isinstance(part, ToolPart):
             data = {"id": part.id, "type": "tool", "call_id": part.call_id}
+        else:
+            redactor = self.runtime.secrets.redactor()
+            data = redactor.redact_value(part.model_dump(mode="json"))
+            if growing and isinstance(data.get("text"), str):
+                data["text"] = redactor.settled(data["text"])
         data["session_id"] = msg.session_id
         data["message_id"] = msg.id
         self.store.save_part(data)
+
+    def _save_message(self, msg: SessionMessage) -> None:
+        """Store a message's own fields (its error text redacted, like its parts)."""
+        self.store.save_message(self.runtime.secrets.redact_value(msg.info()))
 
     # -- provider state -----------------------------------------------------------------------
     def _provider_state(self, provider: Provider) -> dict[str, Any]:

@@ -37,6 +37,7 @@ from dataclasses import astuple, dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
+from hookcode.datadir import private_dir, private_file
 from hookcode.errors import HookcodeError
 from hookcode.ids import new_id
 
@@ -390,9 +391,18 @@ class Store:
         self._checkpointer: _Checkpointer | None = None  # started by the first checkpoint
         if isinstance(self.path, Path):
             try:
-                self.path.parent.mkdir(parents=True, exist_ok=True)
+                private_dir(self.path.parent, tighten=False)
             except OSError as exc:
                 raise StoreError(f"{self.path}: cannot create its directory: {exc}") from exc
+            try:
+                # private from the start: SQLite gives the -wal and -shm files the mode of the
+                # database file (an existing one readable by others is tightened first)
+                private_file(self.path)
+                for suffix in ("-wal", "-shm"):
+                    with contextlib.suppress(FileNotFoundError):
+                        private_file(f"{self.path}{suffix}", create=False)
+            except OSError as exc:
+                raise StoreError(f"{self.path}: cannot open the database: {exc}") from exc
         try:
             self._conn = sqlite3.connect(
                 str(self.path), isolation_level=None, check_same_thread=False, timeout=5.0

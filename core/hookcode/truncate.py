@@ -8,6 +8,11 @@ Two ways in, one result: :meth:`Truncator.truncate` takes a string; :meth:`Trunc
 returns a :class:`StreamingOutput` that takes chunks (bytes or str) and holds only O(budget)
 characters in memory. Both produce the same :class:`Truncated` for the same text.
 
+Known secrets (a truncator given ``runtime.secrets.redactor``, see :mod:`hookcode.secrets`)
+never reach a spill file: a streamed output is redacted as it comes (a secret split between
+two chunks included), a string when it is spilled. Spill files are created with mode 0600 in
+a 0700 directory.
+
 Why a bounded window is enough: the kept head is a prefix of the text no longer than ``max_bytes``
 bytes, and the kept tail a suffix no longer than that. So the first (or last) ``max_bytes + 1``
 *characters* (each at least one byte) decide the cut: every line that ends inside the window is
@@ -19,6 +24,7 @@ run the same cut code on such windows.
 from __future__ import annotations
 
 import codecs
+import os
 import re
 import time
 from collections import deque
@@ -26,9 +32,13 @@ from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from types import TracebackType
-from typing import BinaryIO, Literal
+from typing import TYPE_CHECKING, BinaryIO, Literal
 
+from hookcode.datadir import PRIVATE_FILE, private_dir
 from hookcode.ids import id_time, new_id
+
+if TYPE_CHECKING:
+    from hookcode.secrets import Redactor
 
 __all__ = [
     "DEFAULT_MAX_BYTES",
@@ -88,18 +98,28 @@ def hint_text(path: Path | str, has_task: bool) -> str:
 class Truncator:
     """Cuts outputs for one data dir; spill files go to ``<data_dir>/tool-output/``."""
 
-    def __init__(self, data_dir: Path) -> None:
+    def __init__(
+        self, data_dir: Path, redactor: Callable[[], Redactor | None] | None = None
+    ) -> None:
         # not created here: a process that never truncates leaves no directory behind
         self.spill_dir: Path = Path(data_dir) / "tool-output"
+        #: the current redactor of known secrets (``runtime.secrets.redactor``), if any
+        self.redactor = redactor
 
     def new_spill_path(self) -> Path:
         """A fresh spill file path; the id sorts by, and encodes, its creation time."""
         return self.spill_dir / new_id("tool")
 
     def _open_spill(self) -> tuple[Path, BinaryIO]:
-        self.spill_dir.mkdir(parents=True, exist_ok=True)
+        private_dir(self.spill_dir)
         path = self.new_spill_path()
-        return path, path.open("xb")  # "x": never clobber another spill file
+        # O_EXCL: never clobber another spill file (nor follow a link put in its place)
+        flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_CLOEXEC", 0)
+        return path, os.fdopen(os.open(path, flags, PRIVATE_FILE), "wb")
+
+    def _redactor(self) -> Redactor | None:
+        found = self.redactor() if self.redactor is not None else None
+        return found if found else None
 
     def truncate(
         self,
@@ -118,6 +138,14 @@ class Truncator:
         total_bytes = _nbytes(text)
         if total_lines <= max_lines and total_bytes <= max_bytes:
             return Truncated(text, False, None, total_lines, total_bytes)
+        redactor = self._redactor()
+        if redactor is not None:  # what goes to the file is redacted (the rest: by the caller)
+            redacted = redactor.redact(text)
+            if redacted is not text:
+                text = redacted
+                total_lines, total_bytes = text.count("\n") + 1, _nbytes(text)
+                if total_lines <= max_lines and total_bytes <= max_bytes:
+                    return Truncated(text, False, None, total_lines, total_bytes)
         path, f = self._open_spill()
         with f:
             for start in range(0, len(text), _WRITE_SLICE):
@@ -146,7 +174,12 @@ class Truncator:
         """A chunk sink whose :meth:`StreamingOutput.finish` equals :meth:`truncate` on the
         concatenated text."""
         return StreamingOutput(
-            self, max_lines=max_lines, max_bytes=max_bytes, direction=direction, has_task=has_task
+            self,
+            max_lines=max_lines,
+            max_bytes=max_bytes,
+            direction=direction,
+            has_task=has_task,
+            redactor=self._redactor(),
         )
 
     def cleanup(self, now: float | None = None, retention: float = RETENTION_SECONDS) -> int:
@@ -192,9 +225,12 @@ class StreamingOutput:
         max_bytes: int = DEFAULT_MAX_BYTES,
         direction: Direction = "head",
         has_task: bool = False,
+        redactor: Redactor | None = None,
     ) -> None:
         _check(max_lines, max_bytes, direction)
         self._truncator = truncator
+        # known secrets are replaced as the text comes, before anything keeps or writes it
+        self._redact = redactor.stream() if redactor else None
         self._max_lines = max_lines
         self._max_bytes = max_bytes
         self._direction: Direction = direction
@@ -239,6 +275,8 @@ class StreamingOutput:
             self._decoder.reset()
         else:
             text = self._decoder.decode(chunk)
+        if text and self._redact is not None:
+            text = self._redact.feed(text)
         if text:
             self._feed(text)
 
@@ -280,6 +318,10 @@ class StreamingOutput:
             return self._result
         try:
             rest = self._decoder.decode(b"", final=True)
+            if self._redact is not None:
+                rest = (
+                    self._redact.feed(rest) + self._redact.flush() if rest else self._redact.flush()
+                )
             if rest:
                 self._feed(rest)
             self._spill_if_over()  # max_lines=0: even no output is one line too many

@@ -20,6 +20,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 __all__ = [
+    "BENCH_AUTH_JSON",
+    "BENCH_SECRETS",
     "BIN",
     "CACHE",
     "Measure",
@@ -34,6 +36,18 @@ __all__ = [
     "ms",
     "run_process",
 ]
+
+#: known secrets for the benchmarks that measure redaction: five environment variables named
+#: like secrets (hookcode.secrets) of realistic lengths, none of them in the output; fake values
+BENCH_SECRETS = {
+    "ANTHROPIC_API_KEY": "sk-ant-api03-" + "bench0Secret1Value2" * 5,
+    "OPENAI_API_KEY": "sk-proj-" + "Bench3Secret4Value5" * 3,
+    "GITHUB_TOKEN": "ghp_" + "bench6Secret7Value8Zz" * 2,
+    "EXA_API_KEY": "exa-bench-" + "9f8e7d6c5b4a" * 3,
+    "DB_PASSWORD": "correct-horse-battery-staple-bench",
+}
+#: and one stored key (``<data dir>/auth.json``), as ``hookcode auth login`` writes it
+BENCH_AUTH_JSON = '{"openrouter": {"type": "api", "key": "sk-or-v1-benchStoredKeyValue0123456789"}}'
 
 #: the virtual environment's scripts directory (where ``hookcode`` and the ``rg`` wheel live)
 BIN = Path(sys.executable).parent

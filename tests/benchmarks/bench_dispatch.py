@@ -11,7 +11,9 @@ plugins: the no-op tool (``async def noop(n: int) -> str``), five plugins with o
 ``tool_execute_before`` and one ``tool_execute_after`` each, one ``tool_execute`` wrapper. The
 config holds 100 permission rules (``HOOKCODE_PERMISSION``; the last one allows ``noop``).
 Each call is a fresh ``ToolCall`` in one session, so the store writes a running part and
-then its result, as in a real session. Figure: microseconds per call, the median of
+then its result, as in a real session. The runtime knows six secrets
+(``_common.BENCH_SECRETS`` in its environment, one key in ``auth.json``), so each call's
+result and stored part are scanned for them (issue 16: nothing measurable). Figure: microseconds per call, the median of
 ``--repeat`` batches of ``--calls`` sequential calls in one event loop. Budget: <= 100 us.
 
 pydantic-ai (installed for the benchmark only, in ``~/.cache/hookcode-bench/pydantic-ai-venv``;
@@ -47,7 +49,7 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from _common import Report, cached_venv, exit_status, machine
+from _common import BENCH_AUTH_JSON, BENCH_SECRETS, Report, cached_venv, exit_status, machine
 
 BUDGET_US = 100.0
 BUDGET_RATIO = 5.0
@@ -158,6 +160,9 @@ def build_runtime(root: Path) -> tuple[Any, Any]:
     project = root / "project"
     project.mkdir()
     env = {key: value for key, value in os.environ.items() if not key.startswith("HOOKCODE_")}
+    env.update(BENCH_SECRETS)
+    (root / "data").mkdir()
+    (root / "data" / "auth.json").write_text(BENCH_AUTH_JSON)
     env.update(
         HOOKCODE_DATA_DIR=str(root / "data"),
         HOOKCODE_CONFIG_DIR=str(root / "config"),

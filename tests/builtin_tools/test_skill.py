@@ -363,6 +363,9 @@ def test_skills_from_a_url_are_listed_and_loadable(hookcode_env, server, slash):
     assert f"Base directory for this skill: {directory.as_uri()}" in output
     assert f"<file>{directory / 'scripts' / 'run.sh'}</file>" in output
     assert (directory / "scripts" / "run.sh").read_text() == "echo run\n"
+    # a cache in the data directory: private like the rest of it
+    assert (directory / "scripts" / "run.sh").stat().st_mode & 0o777 == 0o600
+    assert (directory / "scripts").stat().st_mode & 0o777 == 0o700
     assert files_under(cache_of(hookcode_env)) == {
         "deploy/SKILL.md",
         "deploy/scripts/run.sh",

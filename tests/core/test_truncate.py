@@ -511,3 +511,70 @@ def test_spill_names_sort_by_creation(truncator: Truncator) -> None:
 
 def test_writer_is_a_streaming_output(truncator: Truncator) -> None:
     assert isinstance(truncator.writer(), StreamingOutput)
+
+
+# known secrets (hookcode.secrets) -----------------------------------------------------------
+
+KEY = "sk-ant-api03-Zq8XwJ2mVn4Lr7Tb0Yc5"
+
+
+def _redacting(tmp_path: Path) -> Truncator:
+    from hookcode.secrets import Redactor, Secret
+
+    redactor = Redactor([Secret(KEY, "ANTHROPIC_API_KEY")])
+    return Truncator(tmp_path / "data", lambda: redactor)
+
+
+def test_streaming_redacts_a_key_split_at_every_byte(tmp_path: Path) -> None:
+    """The key straddles two chunks at every possible place, after the spill file was opened:
+    neither the file nor what the model sees holds it, whole or in part."""
+    truncator = _redacting(tmp_path)
+    before = b"x" * 60_000 + b"\n"
+    line = f"key={KEY}\n".encode()
+    for cut in range(len(line) + 1):
+        out = truncator.writer(direction="both")
+        out.write(before)
+        out.write(line[:cut])
+        out.write(line[cut:])
+        out.write(b"y" * 100)
+        result = out.finish()
+        assert result.output_path is not None
+        data = result.output_path.read_text()
+        assert data == before.decode() + "key=[redacted: ANTHROPIC_API_KEY]\n" + "y" * 100
+        assert KEY[:12] not in result.content
+        assert result.total_bytes == len(data)
+        result.output_path.unlink()
+
+
+def test_streaming_holds_back_only_what_could_start_a_key(tmp_path: Path) -> None:
+    truncator = _redacting(tmp_path)
+    out = truncator.writer()
+    out.write("no key here, sk-an")
+    assert out.preview() == "no key here, "  # the rest could be the start of the key
+    out.write("other text")
+    assert out.preview() == "no key here, sk-another text"
+    assert out.finish().content == "no key here, sk-another text"
+
+
+def test_string_truncation_spills_redacted_text(tmp_path: Path) -> None:
+    truncator = _redacting(tmp_path)
+    text = "\n".join(f"line {i} {KEY}" for i in range(3000))
+    cut = truncator.truncate(text, direction="head")
+    assert cut.truncated and cut.output_path is not None
+    assert KEY not in cut.output_path.read_text() and KEY not in cut.content
+    assert cut.content.startswith("line 0 [redacted: ANTHROPIC_API_KEY]\n")
+    # under budget: returned as given (the pipeline redacts what it keeps)
+    small = f"one {KEY}"
+    assert truncator.truncate(small).content == small
+
+
+def test_spill_files_and_their_directory_are_private(truncator: Truncator) -> None:
+    out = truncator.writer(max_lines=1)
+    out.write("a\nb\nc\n")
+    path = out.finish().output_path
+    assert path is not None
+    assert path.stat().st_mode & 0o777 == 0o600
+    assert truncator.spill_dir.stat().st_mode & 0o777 == 0o700
+    assert truncator.spill_dir.parent.stat().st_mode & 0o777 == 0o700  # made by the truncator
+    cut = truncator.truncate("x\n" * 3000)
+    assert cut.output_path is not None and cut.output_path.stat().st_mode & 0o777 == 0o600

@@ -185,12 +185,13 @@ def test_secrets_are_redacted_in_args_output_and_errors(hookcode_env, project):
     assert "stored-credential-9999" not in text
     recs = records(log_of(hookcode_env))
     calls = of_type(recs, "tool.call")
-    assert calls[0]["args"]["filePath"] == "notes-[redacted].txt"
+    # the markers name where each secret comes from (the runtime's, then [audit] redact's)
+    assert calls[0]["args"]["filePath"] == "notes-[redacted: MY_API_KEY].txt"
     results = of_type(recs, "tool.result")
-    assert "token is [redacted]" in results[0]["output"]
-    assert "custom [redacted]" in results[0]["output"]
-    assert "[redacted]" in results[1]["output"]
-    assert "gone-[redacted].txt" in results[2]["error"]
+    assert "token is [redacted: MY_API_KEY]" in results[0]["output"]
+    assert "custom [redacted: PLAIN_NAMED]" in results[0]["output"]
+    assert "[redacted: auth.json anthropic]" in results[1]["output"]
+    assert "gone-[redacted: MY_API_KEY].txt" in results[2]["error"]
     assert verify(log_of(hookcode_env)).ok
 
 

@@ -647,6 +647,32 @@ def test_hooks_read_the_session_as_a_claude_code_transcript(
     assert written.stat().st_mode & 0o777 == 0o600  # private, like the session it comes from
 
 
+def test_the_transcript_carries_no_known_secret(hookcode_env: Any, hooks_dir: Path) -> None:
+    """A key pasted in the prompt, repeated by the model and printed by a call: the transcript
+    a hook reads has the redaction marker, never the key; it is private (0600 in 0700)."""
+    key = "sk-ant-api03-Transcript-Key-77Qz"
+    hookcode_env.env["ANTHROPIC_API_KEY"] = key
+    log = hooks_dir / "snapshots.jsonl"
+    snapshot = script(hooks_dir, "snapshot.py", SNAPSHOT.format(log=str(log)))
+    configure(
+        hookcode_env,
+        ("PreToolUse", {"matcher": "Bash", "command": snapshot}),
+        ("Stop", {"command": snapshot}),
+    )
+    call = {"command": "printenv ANTHROPIC_API_KEY", "description": f"print {key}"}
+    turns = [{"text": f"using {key}", "tool_calls": [("bash", call)]}, f"done {key}"]
+    _, result = run_loop(hookcode_env, turns, text=f"my key is {key}")
+    assert result.error is None
+    snapshots = records(log)
+    assert [s["event"] for s in snapshots] == ["PreToolUse", "Stop"]
+    written = hookcode_env.data_dir / "transcripts" / f"{result.session_id}.jsonl"
+    text = written.read_text()
+    assert key not in text and key not in json.dumps(snapshots)
+    assert text.count("[redacted: ANTHROPIC_API_KEY]") >= 4
+    assert written.stat().st_mode & 0o777 == 0o600
+    assert written.parent.stat().st_mode & 0o777 == 0o700
+
+
 # ------------------------------------------------------------------------------- config
 
 

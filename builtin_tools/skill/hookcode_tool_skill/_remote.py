@@ -24,6 +24,7 @@ from typing import Any
 from urllib.parse import quote, urljoin, urlsplit
 
 import httpx
+from hookcode.datadir import private_dir
 from hookcode.fileio import atomic_write
 
 #: bytes accepted for index.json and for each file, counted while streaming
@@ -123,7 +124,9 @@ def _skill(
             continue
         file_url = urljoin(skill_url, "/".join(quote(s, safe="") for s in file.split("/")))
         try:
-            atomic_write(destination, _get(client, file_url))
+            data = _get(client, file_url)
+            private_dir(destination.parent)  # the data directory's cache: 0700, files 0600
+            atomic_write(destination, data, mode=0o600)
         except _Refused as exc:
             warnings.append(f"{where}: file {file_url} skipped: {exc}")
         except OSError as exc:

@@ -100,7 +100,8 @@ class TodoWrite(Tool):
                 + ", ".join(json.dumps(c, ensure_ascii=False) for c in running)
                 + ". Keep one in_progress and set the others to pending."
             )
-        ctx.runtime.store.set_todos(ctx.session_id, todos)
+        # stored like every other part of a session: known secrets redacted
+        ctx.runtime.store.set_todos(ctx.session_id, ctx.runtime.secrets.redact_value(todos))
         ctx.publish("todo.updated", todos=_plain(todos))
         return _result(todos)
 

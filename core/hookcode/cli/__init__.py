@@ -11,6 +11,7 @@ import sys
 from collections.abc import Sequence
 
 from hookcode.cli.app import build_app, parse_globals
+from hookcode.errors import HookcodeError
 
 __all__ = ["main"]
 
@@ -22,6 +23,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     app = build_app(options)
     try:
         app(args=args, prog_name="hookcode", standalone_mode=True)
+    except HookcodeError as exc:  # one a command did not catch (the data directory, the store)
+        print(f"hookcode: error: {exc}", file=sys.stderr)
+        return 1
     except SystemExit as exc:
         code = exc.code
         if code is None:

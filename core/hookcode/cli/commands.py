@@ -195,9 +195,13 @@ def register(app: typer.Typer, state: CliState) -> None:
 
     @config_app.command("show")
     def config_show(as_json: bool = typer.Option(False, "--json", help=JSON_HELP)) -> None:
-        """Show the effective configuration (every layer merged)."""
-        cfg = runtime().config
-        data = cfg.to_dict()
+        """Show the effective configuration (every layer merged); secret values (headers, API
+        keys, tokens, passwords) are shown as ****."""
+        from hookcode.secrets import mask_config
+
+        rt = runtime()
+        cfg = rt.config
+        data = mask_config(cfg.to_dict(), rt.secrets.redactor().redact)
         if as_json:
             print_json(data)
             return

@@ -149,8 +149,9 @@ def register(app: typer.Typer, state: CliState) -> None:
         """This project's sessions, most recent first (--all: every project's)."""
         rt = runtime()
         project = None if all_projects else str(rt.worktree)
+        redact = rt.secrets.redactor().redact  # titles stored before a secret was known
         if as_json:
-            rows = rt.store.sessions_json(project)
+            rows = [redact(row) for row in rt.store.sessions_json(project)]
             sys.stdout.write("[\n  " + ",\n  ".join(rows) + "\n]\n" if rows else "[]\n")
             return
         records = rt.store.list_sessions(project)
@@ -164,7 +165,7 @@ def register(app: typer.Typer, state: CliState) -> None:
             extra = f"  [{r.project}]" if all_projects else ""
             lines.append(
                 f"{r.id}  {when}  ${r.cost:<8.4f} {r.agent:<8} {r.model or '-':<24} "
-                f"{r.title}{child}{extra}"
+                f"{redact(r.title)}{child}{extra}"
             )
         sys.stdout.write("\n".join(lines) + "\n")
 
@@ -178,6 +179,7 @@ def register(app: typer.Typer, state: CliState) -> None:
         data = session_show(rt.store, session_id)
         if data is None:
             raise fail(f"no session '{session_id}' (see `hookcode sessions list`)")
+        data = rt.secrets.redact_value(data)  # stored before a secret was known, too
         if as_json:  # one line: the C encoder (indent= would use the slow Python one)
             import json
 
@@ -187,12 +189,13 @@ def register(app: typer.Typer, state: CliState) -> None:
 
     @sessions_app.command("export")
     def sessions_export(session_id: str = typer.Argument(..., metavar="ID")) -> None:
-        """Print a session as JSON: everything stored (messages, parts, todos, children)."""
+        """Print a session as JSON: everything stored (messages, parts, todos, children), with
+        every secret this runtime knows redacted."""
         rt = runtime()
         data = session_export(rt.store, session_id)
         if data is None:
             raise fail(f"no session '{session_id}' (see `hookcode sessions list`)")
-        print_json(data)
+        print_json(rt.secrets.redact_value(data))  # stored before a secret was known, too
 
     @sessions_app.command("delete")
     def sessions_delete(session_id: str = typer.Argument(..., metavar="ID")) -> None:

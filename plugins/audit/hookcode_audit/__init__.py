@@ -22,10 +22,11 @@ Records (one JSON object a line; every one has ``seq``, ``time`` (UTC), ``type``
   ``user`` with the ``front_end`` plugin that answered and the scope, ``headless`` when nobody
   could be asked, ``inferred`` when core settled a waiting request from an earlier reply).
 
-Secrets never reach the file: the values of the environment variables named like ``*KEY*``,
-``*TOKEN*``, ``*SECRET*``, ``*PASSWORD*`` (the runtime's environment), of those listed in
-``[audit] redact`` and the stored credentials (``hookcode auth``) are replaced by
-``[redacted]`` wherever they appear (arguments, output, errors, patterns, feedback).
+Secrets never reach the file: every secret the runtime knows (:mod:`hookcode.secrets`:
+provider keys from the environment and ``auth.json``, variables named like secrets, configured
+header values, MCP tokens) and the values of the variables listed in ``[audit] redact`` are
+replaced by ``[redacted: SOURCE]`` wherever they appear (arguments, output, errors, patterns,
+feedback). The file is mode 0600, in a directory created 0700.
 
 Failures, deliberately: the ``tool.call`` record is the accountability point, so when it
 cannot be written (disk full, permission denied) the call is refused before the tool runs
@@ -42,13 +43,11 @@ records.
 
 from __future__ import annotations
 
-import contextlib
 import os
 import threading
 import time
 import weakref
 from datetime import UTC, datetime
-from functools import lru_cache
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -57,9 +56,6 @@ from hookcode.errors import HookcodeError
 from hookcode.plugins import current_runtime
 
 if TYPE_CHECKING:
-    import re
-    from collections.abc import Callable
-
     import typer
     from hookcode import ToolCall, ToolContext, ToolResult
     from hookcode.events import Event
@@ -67,24 +63,9 @@ if TYPE_CHECKING:
 
     from hookcode_audit.chain import AuditLog
 
-__all__ = ["AuditError", "audit_path", "secrets_of"]
+__all__ = ["AuditError", "audit_path"]
 
 DEFAULT_NAME = "audit.jsonl"
-
-
-@lru_cache(maxsize=1)
-def _secret_name() -> re.Pattern[str]:
-    """``SECRET_NAME``: environment variable names whose values are secrets (compiled when
-    first used, not when the plugin loads)."""
-    import re
-
-    return re.compile(r"KEY|TOKEN|SECRET|PASSWORD|PASSWD|CREDENTIAL", re.IGNORECASE)
-
-
-def __getattr__(name: str) -> Any:
-    if name == "SECRET_NAME":
-        return _secret_name()
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 class AuditError(HookcodeError):
@@ -110,21 +91,6 @@ def audit_path(runtime: Any) -> Path:
     return path if path.is_absolute() else Path(runtime.data_dir) / path
 
 
-def secrets_of(runtime: Any, names: list[str] | tuple[str, ...] = ()) -> list[str]:
-    """The secret values to scrub: the variables of ``names``, every variable named like a
-    secret, and the stored credentials."""
-    env = runtime.env
-    found = [env[name] for name in names if env.get(name)]
-    secret = _secret_name().search
-    found += [value for name, value in env.items() if value and secret(name)]
-    with contextlib.suppress(Exception):  # an unreadable auth.json: nothing stored to scrub
-        found += runtime.credentials.secrets()
-    return found
-
-
-_UNREAD = object()
-
-
 class _State:
     """One runtime's audit: its log, its secrets, and what calls in flight have told us."""
 
@@ -141,41 +107,12 @@ class _State:
         self.unrecorded_args: dict[str, Any] = {}
         self.asked: dict[str, dict[str, Any]] = {}
         self._warned: set[str] = set()
-        self._auth_json = os.path.join(runtime.data_dir, "auth.json")
-        self._secrets_key: object = _UNREAD  # auth.json's mtime when the secrets were read
-        self._redact: Callable[[str], str] | None = None  # None: no secret to scrub
 
     # -- redaction ----------------------------------------------------------------------------
-    def _redactor(self) -> Callable[[str], str] | None:
-        """Redaction of the current secrets, prepared once per version of auth.json (without
-        one: once); None when there is none to scrub."""
-        try:
-            key: object = os.stat(self._auth_json).st_mtime_ns
-        except OSError:
-            key = None
-        if key != self._secrets_key:
-            from hookcode.auth import redactor
-
-            secrets = secrets_of(self.runtime, tuple(self.settings.redact))
-            self._redact = redactor(secrets) if secrets else None
-            self._secrets_key = key
-        return self._redact
-
     def redact(self, value: Any) -> Any:
-        redact = self._redactor()
-        if redact is None:
-            return value
-
-        def walk(item: Any) -> Any:
-            if isinstance(item, str):
-                return redact(item)
-            if isinstance(item, dict):
-                return {walk(k) if isinstance(k, str) else k: walk(v) for k, v in item.items()}
-            if isinstance(item, list | tuple):
-                return [walk(v) for v in item]
-            return item
-
-        return walk(value)
+        """``value`` with the runtime's known secrets and ``[audit] redact``'s redacted."""
+        redactor = self.runtime.secrets.redactor(self.settings.redact)
+        return redactor.redact_value(value)
 
     # -- writing ------------------------------------------------------------------------------
     def write(self, record: dict[str, Any], *, refuse: bool = False) -> bool:

@@ -27,8 +27,9 @@ class AuditConfig(BaseModel):
     redact: list[str] = Field(
         default_factory=list,
         description="Names of environment variables whose values are scrubbed from every "
-        "record, besides those named like *KEY*, *TOKEN*, *SECRET*, *PASSWORD* and the "
-        "stored credentials.",
+        "record, besides every secret the runtime knows (provider keys, variables named "
+        "like *API_KEY*, *_TOKEN, *SECRET*, *PASSWORD*, stored credentials, configured "
+        "headers, MCP tokens).",
     )
     fail_closed: bool = Field(
         default=True,

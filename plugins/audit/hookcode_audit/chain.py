@@ -98,8 +98,10 @@ class AuditLog:
             flags = os.O_RDWR | os.O_APPEND | os.O_CREAT | getattr(os, "O_CLOEXEC", 0)
             try:
                 fd = os.open(self.path, flags, 0o600)
-            except FileNotFoundError:  # the directory is missing: made once, then again
-                self.path.parent.mkdir(parents=True, exist_ok=True)
+            except FileNotFoundError:  # the directory is missing: made (private), then again
+                from hookcode.datadir import private_dir
+
+                private_dir(self.path.parent, tighten=False)
                 fd = os.open(self.path, flags, 0o600)
             try:
                 with _flock(fd, exclusive=True):

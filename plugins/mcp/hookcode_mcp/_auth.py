@@ -120,8 +120,10 @@ class AuthStore:
 
     @contextlib.contextmanager
     def _locked(self) -> Iterator[None]:
+        from hookcode.datadir import private_dir
+
         with _THREAD_LOCK:
-            self._lock_path.parent.mkdir(parents=True, exist_ok=True)
+            private_dir(self._lock_path.parent)  # the data directory: 0700
             fd = os.open(self._lock_path, os.O_RDWR | os.O_CREAT, 0o600)
             try:
                 try:

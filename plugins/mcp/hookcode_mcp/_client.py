@@ -22,6 +22,7 @@ from __future__ import annotations
 import asyncio
 import atexit
 import contextlib
+import os
 import threading
 import time
 import weakref
@@ -603,10 +604,13 @@ class Server:
 
     # -- the server's stderr ------------------------------------------------------------------
     def _open_log(self) -> Any:
-        directory = self.manager.log_dir
-        directory.mkdir(parents=True, exist_ok=True)
+        from hookcode.datadir import PRIVATE_FILE, private_dir
+
+        directory = private_dir(self.manager.log_dir)  # a server may print its tokens: private
         self._log_path = directory / f"mcp-{_safe(self.name)}.log"
-        handle = open(self._log_path, "a", encoding="utf-8", errors="replace")  # noqa: SIM115
+        flags = os.O_WRONLY | os.O_APPEND | os.O_CREAT | getattr(os, "O_CLOEXEC", 0)
+        fd = os.open(self._log_path, flags, PRIVATE_FILE)
+        handle = open(fd, "a", encoding="utf-8", errors="replace")  # noqa: SIM115
         handle.write(f"--- {time.strftime('%Y-%m-%d %H:%M:%S')} {self.config.command}\n")
         handle.flush()
         self._log_offset = handle.tell()

@@ -8,8 +8,9 @@ store: text, thinking and ``tool_use`` blocks (Claude Code's tool names, inputs 
 snake_case twins) in assistant lines, each finished call's ``tool_result`` in a user line
 after them.
 
-The file is ``<data dir>/transcripts/<session id>.jsonl``, written whole (to a temporary file,
-then renamed) before each hook run, so a hook never reads half of it.
+The file is ``<data dir>/transcripts/<session id>.jsonl`` (mode 0600, in a 0700 directory,
+every secret the runtime knows redacted), written whole (to a temporary file, then renamed)
+before each hook run, so a hook never reads half of it.
 """
 
 from __future__ import annotations
@@ -20,6 +21,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
+from hookcode.datadir import private_dir
 from hookcode.fileio import atomic_write
 
 from hookcode_shell_hooks.claude import claude_name, to_claude_input
@@ -42,10 +44,12 @@ def write_transcript(runtime: Any, session_id: str, call: Any = None) -> str | N
                 state = part.get("state")
                 if part.get("call_id") == call.call_id and state and not state.get("input"):
                     state["input"] = call.args
-    lines = transcript_lines(messages, session_id, str(runtime.cwd))
+    # redacted like the session it comes from (the hook's call arguments, older sessions)
+    lines = runtime.secrets.redact_value(transcript_lines(messages, session_id, str(runtime.cwd)))
     data = "".join(json.dumps(line, ensure_ascii=False) + "\n" for line in lines)
     target = Path(runtime.data_dir) / "transcripts" / f"{session_id}.jsonl"
     try:  # private, like the session it comes from (the store and the audit log)
+        private_dir(target.parent)
         atomic_write(target, data.encode("utf-8"), mode=0o600)
     except OSError:
         return None

@@ -641,7 +641,8 @@ def test_add_under_a_file_fails_verification_and_writes_nothing(hookcode_env):
     )
     outcome = run_patch(hookcode_env, text)
     assert outcome.error_text == (
-        f"apply_patch verification failed: [Errno 20] Not a directory: '{project / 'plain'}'"
+        f"apply_patch verification failed: Cannot write {project / 'plain' / 'inner.txt'}: "
+        f"{project / 'plain'} is not a directory"
     )
     assert snapshot(project) == {"plain": b"x\n"}
 

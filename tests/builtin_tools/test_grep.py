@@ -28,8 +28,6 @@ def truncation_note(total: int) -> str:
 PARTIAL_NOTE = "(Some paths were inaccessible and skipped)"
 
 
-
-
 def write(path: Path, text: str = "", mtime: float | None = None) -> Path:
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(text)
@@ -169,7 +167,7 @@ def test_gitignore_only_counts_inside_a_git_repository(hookcode_env, rg):
 def test_hidden_files_are_searched(hookcode_env, rg):
     project = hookcode_env.project
     git_init(project)
-    dotfile = write(project / ".env", "SECRET=needle\n", 2000)
+    dotfile = write(project / ".npmrc", "registry=needle\n", 2000)
     inner = write(project / ".config" / "app.toml", "key = 'needle'\n", 1000)
     rt = hookcode_env.runtime()
 

@@ -106,11 +106,11 @@ async def edit(
     path = ctx.resolve(file_path)
     await ctx.ask_external_directory(path, "file")
     async with ctx.runtime.path_locks.hold(path):
-        before = await load(ctx, path)
+        target, before = await load(ctx, path)
         after = await asyncio.to_thread(
             apply_edit, path, before, old_string, new_string, replace_all
         )
-        metadata = await commit(ctx, path, before, after)
+        metadata = await commit(ctx, path, target, before, after)
     return ToolResult(output=OUTPUT, title=relative(ctx, path), metadata=metadata)
 
 
@@ -135,20 +135,24 @@ def relative(ctx: ToolContext, path: Path) -> str:
     return os.path.relpath(path, ctx.worktree).replace(os.sep, "/")
 
 
-async def load(ctx: ToolContext, path: Path) -> TextFile | None:
-    """The file as it is now (None when missing), after the directory check and, for an
-    existing file, the read-before-write rule. Call it holding the path lock."""
+async def load(ctx: ToolContext, path: Path) -> tuple[Path, TextFile | None]:
+    """Where a write of ``path`` lands (:func:`hookcode.writes.write_target`: symlinks
+    followed, a dangling directory link refused) and the file as it is now there (None when
+    missing), after the directory check and, for an existing file, the read-before-write
+    rule. Call it holding the path lock."""
     import asyncio
 
     from hookcode.fileio import read_text
+    from hookcode.writes import write_target
 
-    if path.is_dir():
+    target = write_target(path)
+    if target.is_dir():
         raise ToolError(f"Path is a directory, not a file: {path}")
-    if not path.exists():
-        return None
-    ctx.files.assert_fresh(path)
-    current = await asyncio.to_thread(read_text, path)
-    return current if current.exists else None
+    if not target.exists():
+        return target, None
+    ctx.files.assert_fresh(target)
+    current = await asyncio.to_thread(read_text, target)
+    return target, current if current.exists else None
 
 
 def apply_edit(
@@ -177,19 +181,22 @@ def apply_edit(
 
 
 async def commit(
-    ctx: ToolContext, path: Path, before: TextFile | None, after: str
+    ctx: ToolContext, path: Path, target: Path, before: TextFile | None, after: str
 ) -> dict[str, Any]:
-    """Ask ``edit`` with the diff, write ``after`` atomically (keeping an existing file's
-    encoding, BOM and mode), publish ``file.edited``, record the read time. Returns the
-    metadata ``diff``, ``filediff`` and ``diagnostics``. Call it holding the path lock."""
+    """Ask ``edit`` with the diff (:func:`hookcode.writes.ask_edit`: the path as spelled and
+    resolved; a protected one is marked), write ``after`` atomically to ``target`` (keeping
+    an existing file's encoding, BOM and mode), publish ``file.edited``, record the read
+    time. Returns the metadata ``diff``, ``filediff`` and ``diagnostics``. Call it holding
+    the path lock."""
     import asyncio
 
     from hookcode.fileio import diff, diff_stats
+    from hookcode.writes import ask_edit
 
     before_text = before.text if before is not None else ""
     patch = trim_diff(diff(str(path), before_text, after))
-    await ctx.ask("edit", [relative(ctx, path)], ["*"], {"filepath": str(path), "diff": patch})
-    await asyncio.to_thread(_write, path, before, after)
+    await ask_edit(ctx, [path], {"filepath": str(path), "diff": patch})
+    await asyncio.to_thread(_write, target, before, after)
     ctx.publish("file.edited", file=str(path))
     ctx.files.record(path)
     additions, deletions = diff_stats(before_text, after)

@@ -46,17 +46,23 @@ def write_target(path: Path) -> Path:
             continue
         if os.path.islink(candidate):
             if index < len(parts) - 1:
-                raise ToolError(
-                    f"Cannot write {path}: {candidate} is a symbolic link to "
-                    f"{os.readlink(candidate)}, which does not exist (or loops), so the "
-                    "directory it stands for cannot hold a file. Create the link's target "
-                    "first or write to a real path."
-                )
+                raise ToolError(f"Cannot write {path}: {_dangling_directory(candidate)}")
             return _dangling_file_target(path, candidate)
         break  # a missing name: from here on the path spells the directories to create
     if current != path and not os.path.isdir(current):
         raise ToolError(f"Cannot write {path}: {current} is not a directory")
     return Path(os.path.realpath(path))
+
+
+def _dangling_directory(link: Path) -> str:
+    """Why a dangling link cannot stand for a directory to write in."""
+    real = os.path.realpath(link)
+    if os.path.islink(real):
+        return f"{link} is a symbolic link that loops ({real}), so it cannot hold a file"
+    return (
+        f"{link} is a symbolic link to {real}, which does not exist, so it cannot hold a "
+        "file. Create that directory first or write to a real path."
+    )
 
 
 def _dangling_file_target(path: Path, link: Path) -> Path:

@@ -431,8 +431,8 @@ def test_a_write_under_a_dangling_directory_link_is_one_clear_error(hookcode_env
     out = invoke_tool(rt, "write", {"filePath": "dd/sub/file.txt", "content": "x"})
     assert out.error_text == (
         f"Cannot write {project / 'dd/sub/file.txt'}: {project / 'dd'} is a symbolic link to "
-        "missing-dir, which does not exist (or loops), so the directory it stands for cannot "
-        "hold a file. Create the link's target first or write to a real path."
+        f"{project / 'missing-dir'}, which does not exist, so it cannot hold a file. Create "
+        "that directory first or write to a real path."
     )
     out = invoke_tool(rt, "write", {"filePath": "loop/file.txt", "content": "x"})
     assert out.error_text.startswith(
@@ -454,5 +454,5 @@ def test_cli_write_under_a_dangling_directory_link(hookcode_env):
     proc = _cli(hookcode_env, "tools", "call", "write", args, "--yes")
     assert proc.returncode == 1
     [line] = proc.stderr.strip().splitlines()
-    assert "is a symbolic link to missing-dir, which does not exist" in line
+    assert f"is a symbolic link to {hookcode_env.project / 'missing-dir'}, which does not" in line
     assert not (hookcode_env.project / "missing-dir").exists()

@@ -274,6 +274,14 @@ def register(app: typer.Typer, state: CliState) -> None:
                 metadata = {"opaque": analysis.opaque}
             else:
                 metadata = {"opaque": True}
+        elif permission == "edit":
+            # a protected path asks whatever the rules say, as the writing tools mark it
+            import os
+
+            spelled = os.path.normpath(os.path.join(rt.worktree, os.path.expanduser(pattern)))
+            entry = rt.protected.entry(spelled, os.path.realpath(spelled))
+            if entry is not None:
+                metadata = {"protected": {pattern: entry}}
         request = PermissionRequest(
             id="explain",
             session_id="",
@@ -305,6 +313,7 @@ def register(app: typer.Typer, state: CliState) -> None:
                 for d in decisions
             ],
             "opaque": bool(metadata.get("opaque")),
+            "protected": (metadata.get("protected") or {}).get(pattern),
             "outside_dirs": list(analysis.outside_dirs) if analysis is not None else [],
             "reason": vote.reason,
             "votes": {name: v.action for name, v in request.votes.items()},
@@ -325,6 +334,8 @@ def register(app: typer.Typer, state: CliState) -> None:
             typer.echo(
                 "opaque: the command could not be analysed completely; rules cannot allow it"
             )
+        if metadata.get("protected"):
+            typer.echo(f"protected: {vote.reason or pattern}")
         if analysis is not None and analysis.outside_dirs:
             typer.echo("outside the project: " + ", ".join(analysis.outside_dirs))
         if request.votes:

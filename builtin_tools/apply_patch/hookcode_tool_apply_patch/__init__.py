@@ -28,8 +28,10 @@ Decisions where the reference leaves room:
 - ``Add File`` over an existing file replaces it and keeps its encoding, mode and line-ending
   style (like ``write``); ``Add File`` or ``Move to`` onto a directory, or below a file, fails
   verification.
-- A file that is a symlink is written through the link (the link stays); ``Delete File`` and a
-  move remove the link itself.
+- A file that is a symlink is written through the link (the link stays; a dangling one gets
+  the file it points to created); ``Delete File`` and a move remove the link itself. Files are
+  tracked by where the OS finds them, so two spellings of one file (a link and its target) in
+  one patch apply in turn.
 """
 
 from __future__ import annotations

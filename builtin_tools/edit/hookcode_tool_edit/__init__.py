@@ -1,12 +1,16 @@
 """edit: replace a string in a file (reference/tools.md §5).
 
 Checks, in order: an empty ``filePath`` -> ``filePath is required``; ``oldString == newString``
--> ``No changes to apply: ...``; ``external_directory`` (file); then, holding the path lock
-until the write is done: a directory -> ``Path is a directory, not a file: <abs>``; an existing
-file must have been read in this session and not modified since (the read-before-write rule,
-§24, which also covers an empty ``oldString`` over an existing file — the reference skips it
-there); a missing file -> ``File <abs> not found`` unless ``oldString`` is empty (create);
-the replacement (:mod:`hookcode_tool_edit.replace`); one ``edit`` ask with the diff; the write;
+-> ``No changes to apply: ...``; ``external_directory`` (file; symlinks followed, dangling ones
+too); then, holding the path lock until the write is done: the write target
+(:func:`hookcode.writes.write_target`: a symlink is edited through, its target written and the
+link kept; a path under a dangling directory link is refused); a directory -> ``Path is a
+directory, not a file: <abs>``; an existing file must have been read in this session and not
+modified since (the read-before-write rule, §24, which also covers an empty ``oldString`` over
+an existing file — the reference skips it there); a missing file -> ``File <abs> not found``
+unless ``oldString`` is empty (create); the replacement (:mod:`hookcode_tool_edit.replace`);
+one ``edit`` ask with the diff (:func:`hookcode.writes.ask_edit`: the path as spelled and as
+resolved; a protected path is marked and asks even where ``edit`` is allowed); the write;
 ``file.edited``; the read time is recorded.
 
 Line endings: the file is CRLF if it has any ``\\r\\n``; ``oldString`` and ``newString`` are

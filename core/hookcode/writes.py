@@ -29,7 +29,7 @@ from hookcode.errors import ToolError
 if TYPE_CHECKING:
     from hookcode.tools import ToolContext
 
-__all__ = ["ask_edit", "edit_request", "write_target"]
+__all__ = ["ask_edit", "edit_request", "resolution", "unchanged", "write_target"]
 
 
 def write_target(path: Path) -> Path:
@@ -77,6 +77,27 @@ def _dangling_file_target(path: Path, link: Path) -> Path:
             f"{target.parent} does not exist"
         )
     return target
+
+
+def resolution(paths: Iterable[Path]) -> list[tuple[str, str]]:
+    """How ``paths`` resolve now: each one's directory and itself, symlinks followed. Taken
+    before a permission ask (which may wait for a person) and compared after it by
+    :func:`unchanged`."""
+    return [(os.path.realpath(p.parent), os.path.realpath(p)) for p in paths]
+
+
+def unchanged(before: list[tuple[str, str]], paths: Iterable[Path]) -> None:
+    """Raise :class:`ToolError` when ``paths`` no longer resolve as they did (a symlink on the
+    way was made or changed while the permission was asked): the write would land elsewhere
+    than where it was checked, so nothing is written."""
+    paths = list(paths)
+    now = resolution(paths)
+    for path, then, current in zip(paths, before, now, strict=True):
+        if then != current:
+            raise ToolError(
+                f"Not written: {path} now leads to {current[1]}, not {then[1]} as when the "
+                "permission was asked (a symbolic link on the way changed). Try again."
+            )
 
 
 class EditRequest:

@@ -1102,3 +1102,37 @@ def test_edit_patterns_name_the_path_as_spelled_and_resolved(hookcode_env):
     outcome = run_patch(hookcode_env, text)
     assert type(outcome.error).__name__ == "PermissionDenied", outcome.error_text
     assert (project / "secret" / "k.txt").read_text() == "k\n"
+
+
+def test_a_link_changed_while_the_permission_is_asked_stops_the_patch(hookcode_env):
+    from hookcode import Reply, hookimpl
+
+    project = hookcode_env.project
+    (project / "sub").mkdir()
+    (project / "a.txt").write_text("a\n")
+    elsewhere = hookcode_env.root / "elsewhere"
+    elsewhere.mkdir()
+
+    class SwapThenApprove:
+        @hookimpl
+        def permission_prompt(self, request):
+            (project / "sub").rename(project / "moved-away")
+            (project / "sub").symlink_to(elsewhere)
+            return Reply("once")
+
+    hookcode_env.write_config('[permission]\nedit = "ask"\n', where="global")
+    hookcode_env.register(SwapThenApprove(), "front")
+    text = patch(
+        "*** Begin Patch",
+        "*** Update File: a.txt",
+        "@@",
+        "-a",
+        "+b",
+        "*** Add File: sub/new.txt",
+        "+new",
+        "*** End Patch",
+    )
+    outcome = run_patch(hookcode_env, text)
+    assert outcome.error_text.startswith(f"Not written: {project / 'sub/new.txt'} now leads to")
+    assert list(elsewhere.iterdir()) == []
+    assert (project / "a.txt").read_text() == "a\n"  # nothing at all

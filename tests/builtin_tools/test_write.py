@@ -11,6 +11,7 @@ import sys
 import time
 
 import pytest
+from hookcode import Reply, hookimpl
 from hookcode.errors import PermissionDenied, PermissionRejected
 from hookcode.testing import ReplyWith, ainvoke_tool, invoke_tool
 
@@ -456,3 +457,39 @@ def test_cli_write_under_a_dangling_directory_link(hookcode_env):
     [line] = proc.stderr.strip().splitlines()
     assert f"is a symbolic link to {hookcode_env.project / 'missing-dir'}, which does not" in line
     assert not (hookcode_env.project / "missing-dir").exists()
+
+
+class SwapThenApprove:
+    """A front end that, while the person "thinks", turns ``directory`` into a link to
+    ``elsewhere`` (what a command running in parallel could do), then approves."""
+
+    def __init__(self, directory, elsewhere):
+        self.directory, self.elsewhere = directory, elsewhere
+
+    @hookimpl
+    def permission_prompt(self, request):
+        self.directory.rename(self.directory.with_name("moved-away"))
+        self.directory.symlink_to(self.elsewhere)
+        return Reply("once")
+
+
+@pytest.mark.parametrize("tool", ["write", "edit"])
+def test_a_link_changed_while_the_permission_is_asked_stops_the_write(hookcode_env, tool):
+    project = hookcode_env.project
+    (project / "sub").mkdir()
+    elsewhere = hookcode_env.root / "elsewhere"
+    elsewhere.mkdir()
+    hookcode_env.write_config('[permission]\nedit = "ask"\n', where="global")
+    hookcode_env.register(SwapThenApprove(project / "sub", elsewhere), "front")
+    rt = hookcode_env.runtime()
+    if tool == "write":
+        args = {"filePath": "sub/notes.txt", "content": "x"}
+    else:
+        args = {"filePath": "sub/notes.txt", "oldString": "", "newString": "x"}
+    out = invoke_tool(rt, tool, args)
+    assert out.error_text == (
+        f"Not written: {project / 'sub/notes.txt'} now leads to {elsewhere / 'notes.txt'}, not "
+        f"{project / 'sub/notes.txt'} as when the permission was asked (a symbolic link on the "
+        "way changed). Try again."
+    )
+    assert list(elsewhere.iterdir()) == []

@@ -110,7 +110,7 @@ async def apply_patch(
 ) -> ToolResult:
     import asyncio
 
-    from hookcode.writes import edit_request
+    from hookcode.writes import edit_request, resolution, unchanged
 
     from hookcode_tool_apply_patch.patch import EmptyPatch, PatchError, parse
 
@@ -137,6 +137,7 @@ async def apply_patch(
                 asked.add(pattern)
                 await ctx.ask_external_directory(path, "file")
 
+        resolved = resolution(paths)
         loop = asyncio.get_running_loop()
         plan = await loop.run_in_executor(ctx.runtime.executor, _plan, ctx, hunks)
 
@@ -152,6 +153,7 @@ async def apply_patch(
 
         if ctx.abort.aborted:
             raise ToolAborted()
+        unchanged(resolved, paths)  # the ask may have waited for a person
         # no await from here on: the files are written all together or not at all
         changed = _write(plan)
 

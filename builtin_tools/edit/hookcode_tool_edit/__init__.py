@@ -35,6 +35,7 @@ if TYPE_CHECKING:
 
 __all__ = [
     "OUTPUT",
+    "Target",
     "apply_edit",
     "commit",
     "edit",
@@ -139,7 +140,7 @@ def relative(ctx: ToolContext, path: Path) -> str:
     return os.path.relpath(path, ctx.worktree).replace(os.sep, "/")
 
 
-async def load(ctx: ToolContext, path: Path) -> tuple[Path, TextFile | None]:
+async def load(ctx: ToolContext, path: Path) -> tuple[Target, TextFile | None]:
     """Where a write of ``path`` lands (:func:`hookcode.writes.write_target`: symlinks
     followed, a dangling directory link refused) and the file as it is now there (None when
     missing), after the directory check and, for an existing file, the read-before-write
@@ -147,16 +148,28 @@ async def load(ctx: ToolContext, path: Path) -> tuple[Path, TextFile | None]:
     import asyncio
 
     from hookcode.fileio import read_text
-    from hookcode.writes import write_target
+    from hookcode.writes import resolution, write_target
 
+    resolved = resolution([path])
     target = write_target(path)
     if target.is_dir():
         raise ToolError(f"Path is a directory, not a file: {path}")
     if not target.exists():
-        return target, None
+        return Target(target, resolved), None
     ctx.files.assert_fresh(target)
     current = await asyncio.to_thread(read_text, target)
-    return target, current if current.exists else None
+    return Target(target, resolved), current if current.exists else None
+
+
+class Target:
+    """Where an edit of a path is written, and how the path resolved when that was found
+    (compared again after the ask, which may wait for a person)."""
+
+    __slots__ = ("path", "resolved")
+
+    def __init__(self, path: Path, resolved: list[tuple[str, str]]) -> None:
+        self.path = path
+        self.resolved = resolved
 
 
 def apply_edit(
@@ -185,7 +198,7 @@ def apply_edit(
 
 
 async def commit(
-    ctx: ToolContext, path: Path, target: Path, before: TextFile | None, after: str
+    ctx: ToolContext, path: Path, target: Target, before: TextFile | None, after: str
 ) -> dict[str, Any]:
     """Ask ``edit`` with the diff (:func:`hookcode.writes.ask_edit`: the path as spelled and
     resolved; a protected one is marked), write ``after`` atomically to ``target`` (keeping
@@ -195,12 +208,13 @@ async def commit(
     import asyncio
 
     from hookcode.fileio import diff, diff_stats
-    from hookcode.writes import ask_edit
+    from hookcode.writes import ask_edit, unchanged
 
     before_text = before.text if before is not None else ""
     patch = trim_diff(diff(str(path), before_text, after))
     await ask_edit(ctx, [path], {"filepath": str(path), "diff": patch})
-    await asyncio.to_thread(_write, target, before, after)
+    unchanged(target.resolved, [path])  # the ask may have waited for a person
+    await asyncio.to_thread(_write, target.path, before, after)
     ctx.publish("file.edited", file=str(path))
     ctx.files.record(path)
     additions, deletions = diff_stats(before_text, after)

@@ -63,7 +63,7 @@ async def write(
     import asyncio
 
     from hookcode.fileio import diff, read_text
-    from hookcode.writes import ask_edit, write_target
+    from hookcode.writes import ask_edit, resolution, unchanged, write_target
 
     if not file_path:
         raise ToolError("filePath is required")
@@ -71,6 +71,7 @@ async def write(
     title = os.path.relpath(path, ctx.worktree).replace(os.sep, "/")
     await ctx.ask_external_directory(path, "file")
     async with ctx.runtime.path_locks.hold(path):
+        resolved = resolution([path])
         target = write_target(path)  # through symlinks; a dangling directory link refused
         if target.is_dir():
             raise ToolError(f"Path is a directory, not a file: {path}")
@@ -83,6 +84,7 @@ async def write(
         before = existing.text if existing is not None else ""
         patch = _trim_diff(diff(str(path), before, content))
         await ask_edit(ctx, [path], {"filepath": str(path), "diff": patch})
+        unchanged(resolved, [path])  # the ask may have waited for a person
         await asyncio.to_thread(_write, target, content, existing)
         ctx.publish("file.edited", file=str(path))
         ctx.files.record(path)

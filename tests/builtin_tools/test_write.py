@@ -493,3 +493,18 @@ def test_a_link_changed_while_the_permission_is_asked_stops_the_write(hookcode_e
         "way changed). Try again."
     )
     assert list(elsewhere.iterdir()) == []
+
+
+def test_the_plan_agent_still_writes_its_plan_file_without_asking(hookcode_env):
+    # .hookcode/ is protected; the plan agent's own rule names it (.hookcode/plans/*.md)
+    rt = hookcode_env.runtime()
+    args = {"filePath": ".hookcode/plans/s1.md", "content": "# plan\n"}
+    ok(invoke_tool(rt, "write", args, agent="plan"))
+    assert (hookcode_env.project / ".hookcode/plans/s1.md").read_text() == "# plan\n"
+    (hookcode_env.project / ".hookcode/agents").mkdir()
+    (hookcode_env.project / ".hookcode/plans/evil.md").symlink_to("../agents/evil.md")
+    for name in (".hookcode/plans/evil.md", ".hookcode/plans/../tools/x.py"):
+        out = invoke_tool(rt, "write", {"filePath": name, "content": "x"}, agent="plan")
+        assert isinstance(out.error, PermissionDenied), name
+    assert list((hookcode_env.project / ".hookcode/agents").iterdir()) == []
+    assert not (hookcode_env.project / ".hookcode/tools").exists()

@@ -266,6 +266,7 @@ def register(app: typer.Typer, state: CliState) -> None:
             raise fail(str(exc)) from None
         ruleset = rt.ruleset(spec.name, None)
         patterns, metadata, analysis = [pattern], {}, None
+        protected: str | None = None
         if permission == "bash":
             # a shell command is judged by the simple commands it runs (shell_analyze hook)
             analysis = rt.plugins.call_first("shell_analyze", command=pattern, cwd=str(rt.cwd))
@@ -279,9 +280,9 @@ def register(app: typer.Typer, state: CliState) -> None:
             import os
 
             spelled = os.path.normpath(os.path.join(rt.worktree, os.path.expanduser(pattern)))
-            entry = rt.protected.entry(spelled, os.path.realpath(spelled))
-            if entry is not None:
-                metadata = {"protected": {pattern: entry}}
+            protected = rt.protected.entry(spelled, os.path.realpath(spelled))
+            if protected is not None:
+                metadata = {"protected": {pattern: protected}}
         request = PermissionRequest(
             id="explain",
             session_id="",
@@ -313,7 +314,7 @@ def register(app: typer.Typer, state: CliState) -> None:
                 for d in decisions
             ],
             "opaque": bool(metadata.get("opaque")),
-            "protected": (metadata.get("protected") or {}).get(pattern),
+            "protected": protected,
             "outside_dirs": list(analysis.outside_dirs) if analysis is not None else [],
             "reason": vote.reason,
             "votes": {name: v.action for name, v in request.votes.items()},
@@ -334,7 +335,7 @@ def register(app: typer.Typer, state: CliState) -> None:
             typer.echo(
                 "opaque: the command could not be analysed completely; rules cannot allow it"
             )
-        if metadata.get("protected"):
+        if protected is not None:
             typer.echo(f"protected: {vote.reason or pattern}")
         if analysis is not None and analysis.outside_dirs:
             typer.echo("outside the project: " + ", ".join(analysis.outside_dirs))

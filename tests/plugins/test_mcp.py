@@ -789,6 +789,8 @@ def test_a_path_the_read_rules_deny_refuses_the_call(
             "the call was not made."
         )
         assert "SECRET" not in outcome.error_text
+    outcome = invoke_tool(rt, "fs_read_text_file", {"path": ".env\0.txt"})
+    assert outcome.error_text == "argument 'path' holds a NUL character: not a path"
 
 
 def test_a_path_whose_reading_asks_is_asked_for(

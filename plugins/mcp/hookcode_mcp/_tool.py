@@ -13,8 +13,8 @@ against the working directory (the server's) and:
 
 * checked against the ``read`` rules, as every reader is: a denied path refuses the call,
   naming it; a path whose reading asks is asked for (``read``) before the call;
-* for a tool that writes (:func:`writes`: its name has a word such as ``write``, ``edit``,
-  ``move``, ``create``, ``delete``, and its annotations do not say it is read-only), added to
+* for a tool that writes (:func:`writes`: its annotations say it is not read-only, or they say
+  nothing and its name has a word such as ``write``, ``edit``, ``move``, ``create``), added to
   the tool's own ask as ``edit``-style patterns (worktree-relative, as spelled and resolved),
   and a protected one (``hookcode.toml``, ``.git/**``, ...) marks the ask
   ``metadata["protected"]``: only a person or a rule naming the path allows it.
@@ -254,8 +254,12 @@ def path_arguments(ctx: ToolContext, args: dict[str, Any]) -> list[tuple[str, Pa
             continue
         values = value if isinstance(value, list) else [value]
         for item in values:
-            if not isinstance(item, str) or not item or "\0" in item:
+            if not isinstance(item, str) or not item:
                 continue
+            if "\0" in item:  # no file has that name: refuse rather than guess what is meant
+                from hookcode.errors import ToolError
+
+                raise ToolError(f"argument {name!r} holds a NUL character: not a path")
             if item.startswith("file://"):
                 from urllib.parse import unquote, urlsplit
 

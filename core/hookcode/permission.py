@@ -145,6 +145,15 @@ def wildcard_match(pattern: str, text: str) -> bool:
     return _compile(pattern).fullmatch(text.replace("\\", "/")) is not None
 
 
+def _matcher(pattern: str) -> Callable[[str], bool]:
+    """:func:`wildcard_match` with ``pattern`` fixed, for matching many texts."""
+    if "*" not in pattern and "?" not in pattern and os.name != "nt":
+        literal = pattern.replace("\\", "/")
+        return lambda text: text == literal or text.replace("\\", "/") == literal
+    fullmatch = _compile(pattern).fullmatch
+    return lambda text: fullmatch(text.replace("\\", "/")) is not None
+
+
 def expand_home(pattern: str, home: str | None = None) -> str:
     """``~`` / ``$HOME`` alone or as a leading ``~/`` / ``$HOME/`` become the home directory."""
     home = home if home is not None else os.path.expanduser("~")
@@ -302,6 +311,31 @@ class Ruleset:
                     return PatternDecision(pattern, "allow", approval)
         return PatternDecision(pattern, action, rule)
 
+    def decider(self, permission: str) -> Callable[[str], Action]:
+        """``decide_one(permission, pattern).action`` for many patterns at once: the rules of
+        ``permission`` are picked and compiled once, so a tool can judge thousands of paths
+        (read rules in grep, glob and list). An ``ask`` still looks at the approvals."""
+        compiled: list[tuple[Callable[[str], bool] | None, Action]] = []
+        for rule in reversed(self.rules):
+            if not wildcard_match(rule.permission, permission):
+                continue
+            if rule.pattern == "*":
+                compiled.append((None, rule.action))  # matches everything: nothing before counts
+                break
+            compiled.append((_matcher(rule.pattern), rule.action))
+
+        def decide(pattern: str) -> Action:
+            action: Action = "ask"
+            for match, rule_action in compiled:
+                if match is None or match(pattern):
+                    action = rule_action
+                    break
+            if action == "ask":
+                return self.decide_one(permission, pattern).action  # remembered approvals
+            return action
+
+        return decide
+
     def evaluate(self, permission: str, patterns: Iterable[str]) -> Decision:
         """Deny if any pattern is denied, else ask if any asks, else allow (no patterns: allow)."""
         decisions: list[PatternDecision] = []
@@ -361,6 +395,15 @@ def protected_vote(ruleset: Ruleset, permission: str, protected: Mapping[str, st
             continue
         rule = decision.rule
         if decision.action == "allow" and rule is not None and names_entry(rule.pattern, entry):
+            continue
+        # an "always" reply to such a request remembered this very path: a rule naming it
+        # (the rules' allow above it would otherwise keep it from being looked at)
+        if any(
+            wildcard_match(a.permission, permission)
+            and wildcard_match(a.pattern, pattern)
+            and names_entry(a.pattern, entry)
+            for a in ruleset.approvals
+        ):
             continue
         return Vote(
             "ask",

@@ -75,6 +75,7 @@ async def files(
     name_glob: str | None = None,
     sort: bool = False,
     on_path: Callable[[str], object] | None = None,
+    keep: Callable[[str], bool] | None = None,
 ) -> tuple[list[str], bool]:
     """Run ``rg --files`` in ``cwd``; return the first ``limit`` paths rg finds (relative to
     ``cwd``, forward slashes; in path order with ``sort``, else in rg's parallel walk order)
@@ -86,6 +87,8 @@ async def files(
     ``match`` (see :func:`glob_filter`), when given, keeps only the paths it accepts;
     ``name_glob`` (see :func:`name_glob`) lets rg itself select files by name, as a file type
     (unlike ``--glob``, a type does not override ignore files), so far fewer paths come back.
+    ``keep`` drops the paths it refuses before they count towards ``limit`` (the read rules'
+    denies); unlike ``match`` it is meant to drop few, so rg still writes a line at a time.
     ``on_path`` is called with each kept path, once, in order: as soon as it is read while rg
     goes on walking (work per path done there overlaps the search), and for the last ones
     while rg is being stopped; what it raises, ``files`` raises once rg is gone. ``rg`` is
@@ -145,6 +148,8 @@ async def files(
             found = [path.replace(_SEP, "/") for path in found]
         if match is not None:
             found = [path for path in found if match(path)]
+        if keep is not None:
+            found = [path for path in found if keep(path)]
         room = limit - len(paths)
         stop = len(found) > room  # one more than the limit exists: stop rg
         kept = found[:room] if stop else found

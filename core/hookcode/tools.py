@@ -44,6 +44,7 @@ T = TypeVar("T")
 __all__ = [
     "AbortSignal",
     "Attachment",
+    "ReadRules",
     "Tool",
     "ToolCall",
     "ToolContext",
@@ -303,25 +304,14 @@ class ToolContext:
         if self.external_directory(path, kind) is not None:
             self._run_sync(self.ask_external_directory(path, kind))
 
-    def read_rules(self) -> Callable[[str | Path], str]:
+    def read_rules(self) -> ReadRules:
         """A checker for tools that show files' names or contents (grep, glob, list, a shell
         reader, an MCP tool): ``check(path)`` is what this agent's ``read`` rules say of
         ``path`` (``"allow"``, ``"ask"`` or ``"deny"``), matched as the read tool asks: the
         absolute path and, when it differs, its real path (remembered approvals count).
-        Nobody is asked: a tool drops what is denied and says what was left out."""
-        import os
-
-        ruleset = self.runtime.ruleset(self.agent, self.session_id)
-
-        def check(path: str | Path) -> str:
-            absolute = str(self.resolve(path))
-            patterns = [absolute]
-            real = os.path.realpath(absolute)
-            if real != absolute:
-                patterns.append(real)
-            return ruleset.evaluate("read", patterns).action
-
-        return check
+        Nobody is asked: a tool drops what is denied and says what was left out. See
+        :class:`ReadRules` for the fast form a directory walk uses."""
+        return ReadRules(self, self.runtime.ruleset(self.agent, self.session_id))
 
     def protected_entry(self, path: str | Path) -> str | None:
         """The protected entry (:mod:`hookcode.protected`) that writing ``path`` would touch:
@@ -430,6 +420,70 @@ def _normpath(path: str) -> str:
 
 _ARGS_SECTION = re.compile(r"^\s*(Args|Arguments|Parameters):\s*$", re.MULTILINE)
 _NAME_RE = re.compile(r"^[a-zA-Z0-9_-]{1,64}$")
+
+
+class ReadRules:
+    """What the ``read`` rules of one agent in one session say of paths (``ctx.read_rules()``).
+
+    ``rules(path)`` judges one path: the absolute path as spelled and its real path (symlinks
+    followed), deny if either is denied, else ask if either asks, else allow. A directory
+    walk that knows both already (rg never descends into a symlink, so below a root whose
+    real path is known every path's real path is that root's plus the rest) passes them:
+    ``rules.judge(spelled, real)``, with no file-system call. ``allows_everything`` is true
+    when one ``read`` rule for ``*`` decides every path as allow: a walk need not look."""
+
+    __slots__ = ("_decide", "_resolve", "allows_everything")
+
+    def __init__(self, ctx: ToolContext, ruleset: Any) -> None:
+        self._resolve = ctx.resolve
+        self._decide = ruleset.decider("read")
+        self.allows_everything = _last_rule(ruleset, "read") == ("*", "allow")
+
+    def __call__(self, path: str | Path) -> str:
+        import os
+
+        absolute = str(self._resolve(path))
+        return self.judge(absolute, os.path.realpath(absolute))
+
+    def judge(self, absolute: str, real: str) -> str:
+        """The action for a path known as ``absolute`` (spelled) and ``real`` (resolved)."""
+        action = self._decide(absolute)
+        if action == "deny" or real == absolute:
+            return action
+        other = self._decide(real)
+        if other == "deny" or (other == "ask" and action == "allow"):
+            return other
+        return action
+
+    def under(self, root: str | Path) -> Callable[[str], str]:
+        """The action for paths relative to the directory ``root`` (``/``-separated), as a
+        walk that never descends into a symlink lists them: the root's real path is taken
+        once, so judging a path costs no file-system call."""
+        import os
+
+        spelled = os.path.join(str(self._resolve(root)), "")
+        real = os.path.join(os.path.realpath(spelled), "")
+        judge = self.judge
+        return lambda relative: judge(spelled + relative, real + relative)
+
+    def visible_under(self, root: str | Path) -> Callable[[str], bool] | None:
+        """For a walk of ``root`` that shows names (glob, list): a filter keeping the paths
+        the read rules do not deny (names of ``ask`` paths may be shown: only contents need
+        the read permission), or None when the rules allow everything."""
+        if self.allows_everything:
+            return None
+        action = self.under(root)
+        return lambda relative: action(relative) != "deny"
+
+
+def _last_rule(ruleset: Any, permission: str) -> tuple[str, str] | None:
+    """(pattern, action) of the last rule of ``permission``, None when there is none."""
+    from hookcode.permission import wildcard_match
+
+    for rule in reversed(ruleset.rules):
+        if wildcard_match(rule.permission, permission):
+            return rule.pattern, rule.action
+    return None
 
 
 class Tool:

@@ -13,7 +13,9 @@ Each figure is a median of several runs taken round-robin with its anchor in the
   file set and ignore handling (hidden files in, ``.git`` out, ``.gitignore`` honoured), stopped
   where the tool stops (glob: after 101 paths, as ``| head -n 101``; grep: never, since the
   tool counts every match and orders them by mtime). Budget: within 1.3x of rg, over at least
-  31 rounds. The tool runs rg with ``--line-buffered`` where it keeps every path rg prints
+  31 rounds; again (``[read rules]``, in-process only) with read rules that judge every path
+  listed or searched (``read`` denies and asks that no file of the tree matches), which every
+  path must pass. The tool runs rg with ``--line-buffered`` where it keeps every path rg prints
   (rg is stopped sooner); the anchor run that way is shown beside, for information. The CLI figure
   (``hookcode tools call``) is reported net of the fixed CLI cost measured in the same rounds
   (ARCHITECTURE.md, "Settled points" -> Benchmarks): ``tools call read`` of a 1-line file,
@@ -95,9 +97,10 @@ def round_robin(runners: dict[str, Callable[[], object]], repeat: int) -> dict[s
 
 class Hookcode:
     """An isolated hookcode world (data, config and home in ``root``; the project is
-    ``project``) with every permission allowed, for in-process calls and CLI subprocesses."""
+    ``project``) with every permission allowed (or ``permission``, as ``HOOKCODE_PERMISSION``),
+    for in-process calls and CLI subprocesses."""
 
-    def __init__(self, root: Path, project: Path) -> None:
+    def __init__(self, root: Path, project: Path, permission: dict | None = None) -> None:
         from hookcode.testing import HookcodeEnv
 
         self.env_kit = HookcodeEnv(root)
@@ -107,7 +110,7 @@ class Hookcode:
         # bench_lsp.py, so the lsp plugin is blocked here.
         self.env = {
             **self.env_kit.env,
-            "HOOKCODE_PERMISSION": json.dumps({"*": "allow"}),
+            "HOOKCODE_PERMISSION": json.dumps(permission or {"*": "allow"}),
             "HOOKCODE_BLOCK_PLUGINS": "tool_lsp",
         }
         self.runtime: Any = self.env_kit.runtime(
@@ -215,6 +218,9 @@ def bench_search(report_glob: Report, report_grep: Report, work: Path, repeat: i
         f"750 ignored *.log), a git repository; generated in {time.perf_counter() - started:.1f} s"
     )
     hk = Hookcode(work / "hookcode-glob", project)
+    # read rules that the tools must apply to every path they list or search (none of the
+    # tree's files is denied, so the answers stay rg's): the cost of judging each path
+    hk_rules = Hookcode(work / "hookcode-rules", project, permission=READ_RULES)
     rg = rg_exe()
     try:
         for report, tool in ((report_glob, "glob"), (report_grep, "grep")):
@@ -222,13 +228,30 @@ def bench_search(report_glob: Report, report_grep: Report, work: Path, repeat: i
                 report.note(f"the {tool} tool is not installed in this environment: skipped")
                 continue
             search_tool(report, tool, hk, rg, repeat)
+            search_tool(report, tool, hk_rules, rg, repeat, variant=" [read rules]", cli=False)
     finally:
         hk.close()
+        hk_rules.close()
         shutil.rmtree(project, ignore_errors=True)
 
 
-def search_tool(report: Report, tool: str, hk: Hookcode, rg: str, repeat: int) -> None:
-    """Measure ``tool`` on its cases, in-process and through the CLI."""
+#: the variant's rules: everything allowed, but read rules that judge every path (a deny and
+#: an ask no path of the tree matches, after the built-in `*.env` asks)
+READ_RULES = {"*": "allow", "read": {"*": "allow", "*.env": "deny", "*/secrets/*": "ask"}}
+
+
+def search_tool(
+    report: Report,
+    tool: str,
+    hk: Hookcode,
+    rg: str,
+    repeat: int,
+    *,
+    variant: str = "",
+    cli: bool = True,
+) -> None:
+    """Measure ``tool`` on its cases, in-process and (``cli``) through the CLI; ``variant``
+    is appended to the labels."""
     base = [rg, "--no-config", "--hidden"]
     if tool == "glob":
         # The anchor lists the same files the tool must: ignore files honoured (issue 3:
@@ -276,7 +299,7 @@ def search_tool(report: Report, tool: str, hk: Hookcode, rg: str, repeat: int) -
             "tool": lambda t=tool, a=args: hk.call(t, a),
             "rg": lambda a=anchor, s=stop: run_process(a, cwd=hk.project, stop_after_lines=s),
         }
-        if tool == "glob":  # the --glob override (ignored files listed too), for information
+        if tool == "glob" and not variant:  # the --glob override (ignored files listed too)
             pattern = args["pattern"]
             override = [*base, "--files", f"--glob={pattern}", "--glob=!.git"]
             runners["rg --glob (override)"] = lambda a=override, s=stop: run_process(
@@ -292,7 +315,7 @@ def search_tool(report: Report, tool: str, hk: Hookcode, rg: str, repeat: int) -
         medians = round_robin(runners, max(repeat, SEARCH_ROUNDS))
         ratio = medians["tool"] / medians["rg"]
         report.row(
-            f"{label}: in-process",
+            f"{label}{variant}: in-process",
             ms(medians["tool"]),
             f"rg {ms(medians['rg'])}",
             ratio,
@@ -314,7 +337,9 @@ def search_tool(report: Report, tool: str, hk: Hookcode, rg: str, repeat: int) -
                 f"rg {ms(medians['rg'])}",
                 medians["rg --glob (override)"] / medians["rg"],
             )
-        report.note(f"{label}: {agreement}")
+        report.note(f"{label}{variant}: {agreement}")
+    if not cli:
+        return
     # the CLI: every case once per round, beside the fixed costs in the same rounds: `tools
     # list` (start-up, entry points, rendering a table) and `tools call` of a trivial tool
     # (start-up, a session, the pipeline, the store: all a call pays before the tool works)

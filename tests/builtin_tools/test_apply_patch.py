@@ -641,7 +641,8 @@ def test_add_under_a_file_fails_verification_and_writes_nothing(hookcode_env):
     )
     outcome = run_patch(hookcode_env, text)
     assert outcome.error_text == (
-        f"apply_patch verification failed: [Errno 20] Not a directory: '{project / 'plain'}'"
+        f"apply_patch verification failed: Cannot write {project / 'plain' / 'inner.txt'}: "
+        f"{project / 'plain'} is not a directory"
     )
     assert snapshot(project) == {"plain": b"x\n"}
 
@@ -905,3 +906,233 @@ def test_cli_tools_call(hookcode_env):
     assert data["error"] is None
     assert data["output"] == summary("M f.txt")
     assert (project / "f.txt").read_text() == "new\n"
+
+
+# ---------------------------------------------------------------------------------------------
+# protected paths: every file added, updated, deleted, every move source and target
+# ---------------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("given", "lines", "protected"),
+    [
+        ({}, ["*** Add File: .envrc", "+evil"], {".envrc": ".envrc"}),
+        (
+            {".git/config": b"[core]\n"},
+            ["*** Update File: .git/config", "@@", " [core]", "+\tfsmonitor = touch P"],
+            {".git/config": ".git"},
+        ),
+        ({".gitmodules": b"x\n"}, ["*** Delete File: .gitmodules"], {".gitmodules": ".gitmodules"}),
+        (
+            {"a.txt": b"[permission]\n"},
+            ["*** Update File: a.txt", "*** Move to: .hookcode/config.toml"],
+            {".hookcode/config.toml": ".hookcode"},
+        ),
+        (
+            {".claude/settings.json": b"{}\n"},
+            ["*** Update File: .claude/settings.json", "*** Move to: old-settings.json"],
+            {".claude/settings.json": ".claude/settings"},
+        ),
+    ],
+    ids=["add", "update", "delete", "move-target", "move-source"],
+)
+def test_protected_paths_are_refused_headless_even_where_edit_allows(
+    hookcode_env, given, lines, protected
+):
+    project = hookcode_env.project
+    write_tree(project, {"ok.txt": b"ok\n", **given})
+    before = snapshot(project)
+    hookcode_env.write_config('[permission]\nedit = "allow"\n', where="global")
+    rt = hookcode_env.runtime()
+    text = patch("*** Begin Patch", "*** Add File: fine.txt", "+fine", *lines, "*** End Patch")
+    outcome = invoke_tool(rt, "apply_patch", {"patchText": text})
+    assert isinstance(outcome.error, PermissionRejected), outcome.error_text
+    assert snapshot(project) == before  # nothing, not even the ordinary file
+    [refused] = rt.refusals
+    assert refused.metadata["protected"] == protected
+    assert refused.always == refused.patterns  # never `*`
+
+
+def test_protected_patch_is_approvable_and_a_naming_rule_allows_it(hookcode_env):
+    project = hookcode_env.project
+    text = patch("*** Begin Patch", "*** Add File: .envrc", "+export A=1", "*** End Patch")
+    front = hookcode_env.register(ReplyWith("once"), "front")
+    outcome = run_patch(hookcode_env, text)
+    assert outcome.error is None, outcome.error_text
+    [request] = [r for r in front.requests if r.permission == "edit"]
+    assert request.metadata["protected"] == {".envrc": ".envrc"}
+    assert (project / ".envrc").read_text() == "export A=1\n"
+
+    hookcode_env.plugins.clear()
+    hookcode_env.write_config('[permission]\nedit = { ".envrc" = "allow" }\n', where="global")
+    text = patch("*** Begin Patch", "*** Delete File: .envrc", "*** End Patch")
+    outcome = run_patch(hookcode_env, text)
+    assert outcome.error is None, outcome.error_text
+    assert not (project / ".envrc").exists()
+
+
+# ---------------------------------------------------------------------------------------------
+# symlinks: dangling ones resolved before deciding inside/outside
+# ---------------------------------------------------------------------------------------------
+
+
+@pytest.fixture
+def outside(hookcode_env):
+    hookcode_env.write_config('[permission]\nexternal_directory = "deny"\n', where="global")
+    directory = hookcode_env.root / "outside"
+    directory.mkdir()
+    return directory
+
+
+@pytest.mark.parametrize(
+    "lines",
+    [
+        ["*** Add File: dl", "+x"],
+        ["*** Add File: dd/new.txt", "+x"],
+        ["*** Add File: chain", "+x"],
+        ["*** Update File: a.txt", "*** Move to: dl"],
+        ["*** Update File: a.txt", "*** Move to: dd/a.txt"],
+        ["*** Update File: a.txt", "*** Move to: chain"],
+    ],
+    ids=["add-file-link", "add-under-dir-link", "add-chain", "move-to-file-link",
+         "move-under-dir-link", "move-to-chain"],
+)  # fmt: skip
+def test_dangling_links_to_outside_are_outside(hookcode_env, outside, lines):
+    project = hookcode_env.project
+    (project / "a.txt").write_text("a\n")
+    (project / "dl").symlink_to(outside / "file")
+    (project / "dd").symlink_to(outside / "missing-dir")
+    (project / "chain").symlink_to("dl")
+    outcome = run_patch(hookcode_env, patch("*** Begin Patch", *lines, "*** End Patch"))
+    assert type(outcome.error).__name__ == "PermissionDenied", outcome.error_text
+    assert list(outside.iterdir()) == []
+    assert (project / "a.txt").read_text() == "a\n"
+    assert all((project / name).is_symlink() for name in ("dl", "dd", "chain"))
+
+
+def test_a_dangling_inside_directory_link_fails_verification(hookcode_env):
+    project = hookcode_env.project
+    (project / "a.txt").write_text("a\n")
+    (project / "dd").symlink_to("missing-dir")
+    for lines in (
+        ["*** Add File: dd/new.txt", "+x"],
+        ["*** Update File: a.txt", "*** Move to: dd/a.txt"],
+    ):
+        outcome = run_patch(hookcode_env, patch("*** Begin Patch", *lines, "*** End Patch"))
+        assert outcome.error_text.startswith(
+            f"apply_patch verification failed: Cannot write {project / 'dd'}/"
+        ), outcome.error_text
+        assert f"{project / 'dd'} is a symbolic link to {project / 'missing-dir'}, which" in (
+            outcome.error_text
+        )
+    assert sorted(os.listdir(project)) == ["a.txt", "dd"]
+    assert (project / "a.txt").read_text() == "a\n"
+
+
+def test_add_and_move_write_through_an_inside_link(hookcode_env):
+    project = hookcode_env.project
+    (project / "a.txt").write_text("a\n")
+    (project / "to-new").symlink_to("new.txt")  # dangling, inside: the write creates new.txt
+    (project / "to-moved").symlink_to("moved.txt")
+    text = patch(
+        "*** Begin Patch",
+        "*** Add File: to-new",
+        "+new",
+        "*** Update File: a.txt",
+        "*** Move to: to-moved",
+        "@@",
+        "-a",
+        "+b",
+        "*** End Patch",
+    )
+    outcome = run_patch(hookcode_env, text)
+    assert outcome.error is None, outcome.error_text
+    assert (project / "to-new").is_symlink() and (project / "new.txt").read_text() == "new\n"
+    assert (project / "to-moved").is_symlink() and (project / "moved.txt").read_text() == "b\n"
+    assert not (project / "a.txt").exists()
+
+
+def test_two_spellings_of_one_file_in_one_patch_apply_in_turn(hookcode_env):
+    project = hookcode_env.project
+    (project / "real.txt").write_text("one\ntwo\n")
+    (project / "link.txt").symlink_to("real.txt")
+    text = patch(
+        "*** Begin Patch",
+        "*** Update File: link.txt",
+        "@@",
+        "-one",
+        "+ONE",
+        "*** Update File: real.txt",
+        "@@",
+        "-two",
+        "+TWO",
+        "*** End Patch",
+    )
+    outcome = run_patch(hookcode_env, text)
+    assert outcome.error is None, outcome.error_text
+    assert (project / "real.txt").read_text() == "ONE\nTWO\n"  # neither change lost
+    assert (project / "link.txt").is_symlink()
+
+
+def test_deleting_a_link_then_adding_it_replaces_the_link(hookcode_env):
+    project = hookcode_env.project
+    (project / "real.txt").write_text("keep\n")
+    (project / "link.txt").symlink_to("real.txt")
+    text = patch(
+        "*** Begin Patch",
+        "*** Delete File: link.txt",
+        "*** Add File: link.txt",
+        "+own",
+        "*** End Patch",
+    )
+    outcome = run_patch(hookcode_env, text)
+    assert outcome.error is None, outcome.error_text
+    assert not (project / "link.txt").is_symlink()
+    assert (project / "link.txt").read_text() == "own\n"
+    assert (project / "real.txt").read_text() == "keep\n"
+
+
+def test_edit_patterns_name_the_path_as_spelled_and_resolved(hookcode_env):
+    project = hookcode_env.project
+    (project / "secret").mkdir()
+    (project / "secret" / "k.txt").write_text("k\n")
+    (project / "alias.txt").symlink_to("secret/k.txt")
+    hookcode_env.write_config('[permission]\nedit = { "*" = "allow", "secret/*" = "deny" }\n')
+    text = patch("*** Begin Patch", "*** Update File: alias.txt", "@@", "-k", "+K", "*** End Patch")
+    outcome = run_patch(hookcode_env, text)
+    assert type(outcome.error).__name__ == "PermissionDenied", outcome.error_text
+    assert (project / "secret" / "k.txt").read_text() == "k\n"
+
+
+def test_a_link_changed_while_the_permission_is_asked_stops_the_patch(hookcode_env):
+    from hookcode import Reply, hookimpl
+
+    project = hookcode_env.project
+    (project / "sub").mkdir()
+    (project / "a.txt").write_text("a\n")
+    elsewhere = hookcode_env.root / "elsewhere"
+    elsewhere.mkdir()
+
+    class SwapThenApprove:
+        @hookimpl
+        def permission_prompt(self, request):
+            (project / "sub").rename(project / "moved-away")
+            (project / "sub").symlink_to(elsewhere)
+            return Reply("once")
+
+    hookcode_env.write_config('[permission]\nedit = "ask"\n', where="global")
+    hookcode_env.register(SwapThenApprove(), "front")
+    text = patch(
+        "*** Begin Patch",
+        "*** Update File: a.txt",
+        "@@",
+        "-a",
+        "+b",
+        "*** Add File: sub/new.txt",
+        "+new",
+        "*** End Patch",
+    )
+    outcome = run_patch(hookcode_env, text)
+    assert outcome.error_text.startswith(f"Not written: {project / 'sub/new.txt'} now leads to")
+    assert list(elsewhere.iterdir()) == []
+    assert (project / "a.txt").read_text() == "a\n"  # nothing at all

@@ -743,3 +743,70 @@ def test_a_candidate_proposed_again_has_the_same_outcome():
     with pytest.raises(ToolError) as info:
         replace("  x\n  x\n", " x ", "y")
     assert str(info.value) == AMBIGUOUS
+
+
+# ---------------------------------------------------------------------------------------------
+# protected paths and symlinks
+# ---------------------------------------------------------------------------------------------
+
+
+def test_protected_edit_is_refused_headless_even_where_edit_allows(hookcode_env):
+    hookcode_env.write_config('[permission]\nedit = "allow"\n', where="global")
+    rt, sid, path = setup(hookcode_env, ".git/config", "[core]\n\tbare = false\n")
+    args = {"filePath": ".git/config", "oldString": "bare = false", "newString": "fsmonitor = x"}
+    out = invoke_tool(rt, "edit", args, session_id=sid)
+    assert isinstance(out.error, PermissionRejected)
+    assert path.read_text() == "[core]\n\tbare = false\n"
+    assert rt.refusals[-1].metadata["protected"] == {".git/config": ".git"}
+    assert rt.refusals[-1].always == [".git/config"]
+
+
+def test_protected_edit_with_a_front_end_or_a_naming_rule(hookcode_env):
+    hookcode_env.write_config('[permission]\nedit = { ".hookcode/*" = "allow" }\n', where="global")
+    rt, sid, path = setup(hookcode_env, ".hookcode/agents/x.md", "old\n")
+    args = {"filePath": str(path), "oldString": "old", "newString": "new"}
+    ok(invoke_tool(rt, "edit", args, session_id=sid))
+    assert path.read_text() == "new\n"
+
+    hookcode_env.write_config('[permission]\nedit = "allow"\n', where="global")
+    front = hookcode_env.register(ReplyWith("once"), "front")
+    rt, sid, path = setup(hookcode_env, ".envrc", "A=1\n")
+    ok(
+        invoke_tool(
+            rt, "edit", {"filePath": ".envrc", "oldString": "1", "newString": "2"}, session_id=sid
+        )
+    )
+    assert path.read_text() == "A=2\n"
+    [request] = front.requests
+    assert request.metadata["protected"] == {".envrc": ".envrc"}
+
+
+def test_edit_through_a_symlink_keeps_the_link(hookcode_env):
+    rt, sid, real = setup(hookcode_env, "real.txt", "one\n")
+    link = hookcode_env.project / "link.txt"
+    link.symlink_to("real.txt")
+    ok(
+        invoke_tool(
+            rt,
+            "edit",
+            {"filePath": "link.txt", "oldString": "one", "newString": "two"},
+            session_id=sid,
+        )
+    )
+    assert link.is_symlink() and real.read_text() == "two\n"
+
+
+def test_edit_creating_through_dangling_links(hookcode_env):
+    project = hookcode_env.project
+    outside = hookcode_env.root / "outside"
+    outside.mkdir()
+    (project / "dl").symlink_to(outside / "file")
+    (project / "dd").symlink_to("missing-dir")
+    hookcode_env.write_config('[permission]\nexternal_directory = "deny"\n', where="global")
+    rt = hookcode_env.runtime()
+    out = invoke_tool(rt, "edit", {"filePath": "dl", "oldString": "", "newString": "x"})
+    assert isinstance(out.error, PermissionDenied)
+    assert list(outside.iterdir()) == []
+    out = invoke_tool(rt, "edit", {"filePath": "dd/f.txt", "oldString": "", "newString": "x"})
+    assert out.error_text.startswith(f"Cannot write {project / 'dd/f.txt'}: {project / 'dd'} is")
+    assert sorted(os.listdir(project)) == ["dd", "dl"]

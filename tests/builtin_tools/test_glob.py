@@ -577,3 +577,52 @@ def test_glob_filter_leaves_exclusions_comments_and_errors_to_rg():
         assert glob_filter(pattern) is None, pattern
     escaped = glob_filter("\\!x")
     assert escaped is not None and escaped("!x") and not escaped("x")
+
+
+# ---------------------------------------------------------------------------------------------
+# the read rules: denied paths never show nor count; names of `ask` paths may show
+# ---------------------------------------------------------------------------------------------
+
+
+def test_paths_the_read_rules_deny_are_left_out_before_the_limit(hookcode_env, rg):
+    project = hookcode_env.project
+    hookcode_env.write_config(
+        '[permission.read]\n"*" = "allow"\n"*.env" = "deny"\n"*/private/*" = "deny"\n',
+        where="global",
+    )
+    for i in range(150):
+        touch(project / "many" / f"{i:03}.env", 5000 + i)  # newest: they would come first
+    touch(project / "private" / "notes.txt", 6000)
+    kept = [touch(project / f"f{i}.txt", 1000 + i) for i in range(30)]
+    rt = hookcode_env.runtime()
+    outcome = invoke_tool(rt, "glob", {"pattern": "**/*"})
+    assert lines(outcome) == [str(p) for p in reversed(kept)]
+    assert outcome.result.metadata == {"count": 30, "truncated": False}
+    assert lines(invoke_tool(rt, "glob", {"pattern": "*.env"})) == ["No files found"]
+
+
+def test_names_of_paths_whose_reading_asks_are_shown(hookcode_env, rg):
+    project = hookcode_env.project
+    env_file = touch(project / ".env", 2000, "SECRET=1\n")  # the default rules ask for *.env
+    rt = hookcode_env.runtime()
+    assert lines(invoke_tool(rt, "glob", {"pattern": "*.env"})) == [str(env_file)]
+
+
+def test_a_symlinked_search_root_is_judged_where_it_leads(hookcode_env, rg):
+    project = hookcode_env.project
+    hookcode_env.write_config(
+        '[permission]\nexternal_directory = "deny"\n[permission.read]\n"*" = "allow"\n'
+        '"*/vault/*" = "deny"\n',
+        where="global",
+    )
+    touch(project / "vault" / "key.txt")
+    (project / "door").symlink_to("vault")
+    outside = hookcode_env.root / "outside"
+    touch(outside / "o.txt")
+    (project / "out").symlink_to(outside)
+    (project / "gone").symlink_to(outside / "missing")
+    rt = hookcode_env.runtime()
+    assert lines(invoke_tool(rt, "glob", {"pattern": "*", "path": "door"})) == ["No files found"]
+    for name in ("out", "gone"):
+        outcome = invoke_tool(rt, "glob", {"pattern": "*", "path": name})
+        assert isinstance(outcome.error, PermissionDenied), (name, outcome.error_text)

@@ -28,8 +28,6 @@ def truncation_note(total: int) -> str:
 PARTIAL_NOTE = "(Some paths were inaccessible and skipped)"
 
 
-
-
 def write(path: Path, text: str = "", mtime: float | None = None) -> Path:
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(text)
@@ -169,7 +167,7 @@ def test_gitignore_only_counts_inside_a_git_repository(hookcode_env, rg):
 def test_hidden_files_are_searched(hookcode_env, rg):
     project = hookcode_env.project
     git_init(project)
-    dotfile = write(project / ".env", "SECRET=needle\n", 2000)
+    dotfile = write(project / ".npmrc", "registry=needle\n", 2000)
     inner = write(project / ".config" / "app.toml", "key = 'needle'\n", 1000)
     rt = hookcode_env.runtime()
 
@@ -549,3 +547,111 @@ def test_abort_kills_ripgrep(hookcode_env, monkeypatch, tmp_path):
     assert time.monotonic() - started < 10
     with pytest.raises(ProcessLookupError):
         os.kill(int(pid_file.read_text()), 0)
+
+
+# ---------------------------------------------------------------------------------------------
+# the read rules apply: denied files are never shown or counted; `ask` ones are named only
+# ---------------------------------------------------------------------------------------------
+
+
+def unread_note(*paths: Path, more: int = 0) -> str:
+    count = len(paths) + more
+    files = "1 file matches" if count == 1 else f"{count} files match"
+    names = ", ".join(str(p) for p in paths) + (f" and {more} more" if more else "")
+    return (
+        f"{files} whose contents need the read permission (read them with the read tool, "
+        f"which asks for it): {names}"
+    )
+
+
+def test_denied_files_are_neither_shown_nor_counted(hookcode_env, rg):
+    project = hookcode_env.project
+    hookcode_env.write_config(
+        '[permission.read]\n"*" = "allow"\n"*.env" = "deny"\n', where="global"
+    )
+    write(project / ".env", "SECRET=needle\n")
+    write(project / "deep" / "prod.env", "needle\n")
+    shown = write(project / "b.txt", "needle\n")
+    for i in range(150):  # more denied matches than the limit: no truncation note
+        write(project / "many" / f"{i}.env", "needle\n")
+    rt = hookcode_env.runtime()
+    outcome = invoke_tool(rt, "grep", {"pattern": "needle"})
+    assert output(outcome) == f"Found 1 matches\n{shown}:\n  Line 1: needle"
+    assert outcome.result.metadata == {"matches": 1, "truncated": False}
+    outcome = invoke_tool(rt, "grep", {"pattern": "SECRET", "include": ".env"})
+    assert output(outcome) == "No files found"
+
+
+def test_files_whose_reading_asks_are_named_not_shown(hookcode_env, rg):
+    project = hookcode_env.project
+    env_file = write(project / ".env", "SECRET=needle\n")  # the default rules ask for *.env
+    shown = write(project / "b.txt", "needle\n")
+    write(project / ".env.example", "needle\n", 1000)  # allowed by default
+    rt = hookcode_env.runtime()
+    outcome = invoke_tool(rt, "grep", {"pattern": "needle"})
+    text = output(outcome)
+    assert "SECRET" not in text
+    assert text.startswith("Found 2 matches\n")
+    assert f"{shown}:" in text and f"{project / '.env.example'}:" in text
+    assert text.endswith(f"\n\n(Not shown: {unread_note(env_file)})")
+    assert outcome.result.metadata == {"matches": 2, "truncated": False, "unread": 1}
+
+    outcome = invoke_tool(rt, "grep", {"pattern": "SECRET"})
+    assert output(outcome) == f"No matches shown: {unread_note(env_file)}"
+
+    # once the read is approved for good, grep shows it
+    front = hookcode_env.register(ReplyWith("always"), "front")
+    rt = hookcode_env.runtime()
+    sid = rt.create_session().id
+    assert invoke_tool(rt, "read", {"filePath": ".env"}, session_id=sid).error is None
+    assert front.requests
+    outcome = invoke_tool(rt, "grep", {"pattern": "SECRET"}, session_id=sid)
+    assert output(outcome) == f"Found 1 matches\n{env_file}:\n  Line 1: SECRET=needle"
+
+
+def test_at_most_twenty_unread_files_are_named(hookcode_env, rg):
+    project = hookcode_env.project
+    names = [write(project / f"s{i:02}.env", "needle\n") for i in range(25)]
+    rt = hookcode_env.runtime()
+    outcome = invoke_tool(rt, "grep", {"pattern": "needle"})
+    assert output(outcome) == f"No matches shown: {unread_note(*names[:20], more=5)}"
+
+
+def test_a_denied_file_named_as_path_is_refused(hookcode_env, rg):
+    project = hookcode_env.project
+    hookcode_env.write_config(
+        '[permission.read]\n"*" = "allow"\n"*/secret.txt" = "deny"\n', where="global"
+    )
+    secret = write(project / "secret.txt", "needle\n")
+    (project / "alias.txt").symlink_to("secret.txt")  # a link is judged where it leads
+    rt = hookcode_env.runtime()
+    for name in ("secret.txt", "alias.txt"):
+        outcome = invoke_tool(rt, "grep", {"pattern": "needle", "path": name})
+        assert isinstance(outcome.error, PermissionDenied), name
+        assert outcome.error_text == (
+            f"The read rules deny {project / name}: grep does not search it."
+        )
+    assert "needle" not in output(invoke_tool(rt, "grep", {"pattern": "needle"}))
+    assert secret.exists()
+
+
+def test_a_root_reached_through_links_is_judged_where_it_leads(hookcode_env, rg):
+    project = hookcode_env.project
+    hookcode_env.write_config(
+        '[permission]\nexternal_directory = "deny"\n[permission.read]\n"*" = "allow"\n'
+        '"*/vault/*" = "deny"\n',
+        where="global",
+    )
+    write(project / "vault" / "key.txt", "needle\n")
+    (project / "door").symlink_to("vault")
+    outside = hookcode_env.root / "outside"
+    write(outside / "o.txt", "needle\n")
+    (project / "out").symlink_to(outside)
+    (project / "gone").symlink_to(outside / "missing")  # dangling
+    rt = hookcode_env.runtime()
+    assert output(invoke_tool(rt, "grep", {"pattern": "needle", "path": "door"})) == (
+        "No files found"
+    )
+    for name in ("out", "gone", "out/o.txt"):
+        outcome = invoke_tool(rt, "grep", {"pattern": "needle", "path": name})
+        assert isinstance(outcome.error, PermissionDenied), (name, outcome.error_text)

@@ -280,3 +280,47 @@ def test_render_tree_adds_every_parent_directory():
         "  a/\n    b/\n      c.txt\n    b2/\n      f.txt\n    d.txt\n  e.txt\n"
     )
     assert render_tree([]) == ""
+
+
+# ---------------------------------------------------------------------------------------------
+# the read rules and symlinks
+# ---------------------------------------------------------------------------------------------
+
+
+def test_paths_the_read_rules_deny_are_not_listed_nor_counted(hookcode_env, rg):
+    project = hookcode_env.project
+    hookcode_env.write_config(
+        '[permission.read]\n"*" = "allow"\n"*.env" = "deny"\n"*/private/*" = "deny"\n',
+        where="global",
+    )
+    for i in range(150):
+        touch(project / "a-many" / f"{i:03}.env")  # first in path order
+    touch(project / "private" / "notes.txt")
+    touch(project / ".env.local.env")
+    touch(project / "b.txt")
+    touch(project / "c.env.example")  # asks? no: allowed by the default rules; shown either way
+    rt = hookcode_env.runtime()
+    result = ok(invoke_tool(rt, "list", {}))
+    assert result.output == tree(project, "  b.txt", "  c.env.example")
+    assert result.metadata == {"count": 2, "truncated": False}
+
+
+def test_names_of_paths_whose_reading_asks_are_listed(hookcode_env, rg):
+    project = hookcode_env.project
+    touch(project / ".env", "SECRET=1\n")
+    rt = hookcode_env.runtime()
+    assert ok(invoke_tool(rt, "list", {})).output == tree(project, "  .env")
+
+
+def test_a_dangling_link_to_outside_is_outside(hookcode_env, rg):
+    hookcode_env.write_config('[permission]\nexternal_directory = "deny"\n', where="global")
+    outside = hookcode_env.root / "outside"
+    touch(outside / "o.txt")
+    project = hookcode_env.project
+    (project / "out").symlink_to(outside)
+    (project / "gone").symlink_to(outside / "missing")
+    (project / "chain").symlink_to("gone")
+    rt = hookcode_env.runtime()
+    for name in ("out", "gone", "chain"):
+        outcome = invoke_tool(rt, "list", {"path": name})
+        assert type(outcome.error).__name__ == "PermissionDenied", (name, outcome.error_text)

@@ -677,3 +677,32 @@ def test_late_publications_for_closed_documents_are_dropped(tmp_path):
     # a clearing publication removes what an earlier one reported
     client._published({"uri": path_to_uri(kept), "diagnostics": []})
     assert str(kept) not in client.diagnostics()
+
+
+# ---------------------------------------------------------------------------------------------
+# the read rules: the file is read and sent; results point into other files
+# ---------------------------------------------------------------------------------------------
+
+
+def test_read_rules_apply_to_the_file_and_to_the_results(tmp_path, lsp_server):
+    config = servers_config(jedi=lsp_server("jedi-language-server"))
+    config["permission"] = {"read": {"*": "allow", "*/util.py": "deny", "*/ask.py": "ask"}}
+    env = make_env(tmp_path / "rules", config)
+    (env.project / "ask.py").write_text("x = 1\n")
+    try:
+        rt = env.runtime()
+        outcome = lsp(rt, "hover", "util.py", 1, 5)
+        assert type(outcome.error).__name__ == "PermissionDenied"
+        assert outcome.error_text == (
+            f"The read rules deny {env.project / 'util.py'}: it is not sent to a language server."
+        )
+        outcome = lsp(rt, "hover", "ask.py", 1, 1)
+        assert isinstance(outcome.error, PermissionRejected)
+        assert rt.refusals[-1].permission == "read"
+        # the definition of add() is in util.py: left out
+        result = ok(lsp(rt, "goToDefinition", "main.py", 5, 12))
+        assert result.output == "No results found for goToDefinition"
+        found = json.loads(ok(lsp(rt, "findReferences", "main.py", 5, 12)).output)
+        assert sorted(Path(r["uri"]).name for r in found) == ["main.py", "main.py"]
+    finally:
+        env.close()

@@ -265,3 +265,29 @@ def test_modules_import_neither_pydantic_nor_typing_extensions():
     )
     proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
     assert proc.returncode == 0, proc.stderr
+
+
+def test_protected_multiedit_is_refused_headless_even_where_edit_allows(hookcode_env):
+    hookcode_env.write_config('[permission]\nedit = "allow"\n', where="global")
+    rt, sid, path = setup(hookcode_env, "[permission]\n", name="sub/hookcode.toml")
+    out = invoke_tool(
+        rt,
+        "multiedit",
+        {
+            "filePath": "sub/hookcode.toml",
+            "edits": [item("[permission]", '[permission]\n"*" = "allow"')],
+        },
+        session_id=sid,
+    )
+    assert isinstance(out.error, PermissionRejected)
+    assert path.read_text() == "[permission]\n"
+    assert rt.refusals[-1].metadata["protected"] == {"sub/hookcode.toml": "hookcode.toml"}
+
+
+def test_multiedit_through_a_symlink_keeps_the_link(hookcode_env):
+    rt, sid, real = setup(hookcode_env)
+    link = hookcode_env.project / "link.txt"
+    link.symlink_to(real.name)
+    edits = [item("alpha", "ALPHA"), item("gamma", "GAMMA")]
+    ok(invoke_tool(rt, "multiedit", {"filePath": "link.txt", "edits": edits}, session_id=sid))
+    assert link.is_symlink() and real.read_text() == "ALPHA\nbeta\nGAMMA\n"

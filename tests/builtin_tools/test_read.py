@@ -682,3 +682,57 @@ def test_cli_tools_call_read(hookcode_env: Any) -> None:
     assert refused.returncode == 1
     assert REJECTED in refused.stderr
     assert os.path.exists(hookcode_env.data_dir / "hookcode.db")
+
+
+# ---------------------------------------------------------------------------------------------
+# read rules in listings and instruction files; dangling links
+# ---------------------------------------------------------------------------------------------
+
+
+def test_directory_listing_leaves_out_what_the_read_rules_deny(hookcode_env: Any) -> None:
+    hookcode_env.write_config(
+        '[permission.read]\n"*" = "allow"\n"*.pem" = "deny"\n"*/vault/*" = "deny"\n',
+        where="global",
+    )
+    root = hookcode_env.project / "d"
+    write(root / "a.txt", "a")
+    write(root / "key.pem", "secret")
+    write(hookcode_env.project / "vault" / "x", "x")
+    (root / "alias").symlink_to(root / "key.pem")  # judged where it leads
+    (root / "door").symlink_to(hookcode_env.project / "vault" / "x")
+    (root / ".env").write_text("asks: its name is shown")
+    rt = hookcode_env.runtime()
+    result = ok(rt, root)
+    assert result.output == (
+        f"<path>{root}</path>\n<type>directory</type>\n<entries>\n.env\na.txt\n\n(2 entries)\n"
+        "</entries>"
+    )
+
+
+def test_instruction_files_the_read_rules_do_not_allow_are_not_attached(hookcode_env: Any) -> None:
+    hookcode_env.write_config(
+        '[permission.read]\n"*" = "allow"\n"*/pkg/AGENTS.md" = "deny"\n', where="global"
+    )
+    project = hookcode_env.project
+    write(project / "pkg" / "AGENTS.md", "hidden rules\n")
+    write(project / "pkg" / "sub" / "CLAUDE.md", "sub rules\n")
+    target = write(project / "pkg" / "sub" / "f.py", "x\n")
+    rt = hookcode_env.runtime()
+    result = ok(rt, target)
+    assert "hidden rules" not in result.output
+    assert result.metadata["loaded"] == [str(project / "pkg" / "sub" / "CLAUDE.md")]
+
+
+def test_dangling_links_to_outside_are_outside(hookcode_env: Any) -> None:
+    hookcode_env.write_config('[permission]\nexternal_directory = "deny"\n', where="global")
+    outside = hookcode_env.root / "outside"
+    outside.mkdir()
+    project = hookcode_env.project
+    (project / "dl").symlink_to(outside / "file")
+    (project / "chain").symlink_to("dl")
+    rt = hookcode_env.runtime()
+    for name in ("dl", "chain"):
+        outcome = call(rt, name)
+        assert type(outcome.error).__name__ == "PermissionDenied", outcome.error_text
+    write(outside / "file", "now it exists\n")
+    assert type(call(rt, "chain").error).__name__ == "PermissionDenied"

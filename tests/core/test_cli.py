@@ -358,6 +358,20 @@ def test_permissions_explain_agent_rule(cli: Cli) -> None:
     assert "agent:plan" in proc.stdout
 
 
+def test_permissions_explain_a_protected_path(cli: Cli) -> None:
+    data = cli.json("permissions", "explain", "edit", ".git/hooks/pre-commit", "--json")
+    assert (data["decision"], data["protected"]) == ("ask", ".git")
+    assert data["votes"] == {"policy_rules": "allow", "core": "ask"}
+    assert data["reason"].startswith(".git/hooks/pre-commit is a protected path (.git:")
+    proc = cli("permissions", "explain", "edit", "hookcode.toml")
+    assert proc.stdout.startswith("ask")
+    assert "protected: hookcode.toml is a protected path" in proc.stdout
+    cli.config('[permission]\nedit = { "*" = "allow", "hookcode.toml" = "allow" }\n')
+    data = cli.json("permissions", "explain", "edit", "hookcode.toml", "--json")
+    assert (data["decision"], data["protected"]) == ("allow", "hookcode.toml")
+    assert cli.json("permissions", "explain", "edit", "src/a.py", "--json")["protected"] is None
+
+
 def test_permissions_explain_config_rule(cli: Cli) -> None:
     config = cli.config('[permission]\nguarded = { "*" = "ask", "secret*" = "deny" }\n')
     data = cli.json("permissions", "explain", "guarded", "secret-1", "--json")

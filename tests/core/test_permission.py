@@ -199,6 +199,76 @@ def test_remembered_approval_turns_ask_into_allow_never_a_deny() -> None:
     assert Ruleset([], [Rule("x", "*", "allow")]).evaluate("x", ["y"]).action == "allow"
 
 
+def test_decider_agrees_with_decide_one() -> None:
+    import random
+
+    rnd = random.Random(16)
+    pieces = ["*", "?", "a", "b", ".env", "/", "x\\y", "src/", ".", " *"]
+    for _ in range(200):
+        rules_ = [
+            Rule(rnd.choice(["read", "*", "re*", "edit"]), "".join(rnd.choices(pieces, k=3)),
+                 rnd.choice(["allow", "ask", "deny"]))
+            for _ in range(rnd.randint(0, 6))
+        ]  # fmt: skip
+        approvals = [Rule("read", "".join(rnd.choices(pieces, k=2)), "allow")]
+        ruleset = Ruleset(rules_, approvals)
+        decide = ruleset.decider("read")
+        for _ in range(20):
+            text = "".join(rnd.choices(["a", "b", ".env", "/", "x\\y", "src", " ", "."], k=4))
+            assert decide(text) == ruleset.decide_one("read", text).action, (rules_, text)
+
+
+def test_protected_vote_asks_unless_the_allowing_rule_or_an_approval_names_it() -> None:
+    from hookcode.permission import protected_vote
+
+    allow_all = Ruleset([Rule("edit", "*", "allow")])
+    vote = protected_vote(allow_all, "edit", {"hookcode.toml": "hookcode.toml"})
+    assert vote is not None and vote.action == "ask"
+    assert "hookcode.toml is a protected path" in (vote.reason or "")
+    naming = Ruleset([Rule("edit", "*", "allow"), Rule("edit", "hookcode.toml", "allow")])
+    assert protected_vote(naming, "edit", {"hookcode.toml": "hookcode.toml"}) is None
+    # an "always" reply remembered the exact path: it names it, the rules' `*` aside
+    remembered = Ruleset(
+        [Rule("edit", "*", "allow")], approvals=[Rule("edit", "hookcode.toml", "allow")]
+    )
+    assert protected_vote(remembered, "edit", {"hookcode.toml": "hookcode.toml"}) is None
+    assert protected_vote(remembered, "edit", {".envrc": ".envrc"}) is not None
+    # a `*` approval names nothing; a deny is the rules' to give
+    star = Ruleset([Rule("edit", "*", "allow")], approvals=[Rule("edit", "*", "allow")])
+    assert protected_vote(star, "edit", {".envrc": ".envrc"}) is not None
+    denied = Ruleset([Rule("edit", "*", "deny")], approvals=[Rule("edit", ".envrc", "allow")])
+    assert protected_vote(denied, "edit", {".envrc": ".envrc"}) is None
+
+
+def test_read_rules_judge_spelled_and_real_paths(hookcode_env: Any) -> None:
+    project = hookcode_env.project
+    (project / "vault").mkdir()
+    (project / "vault" / "k").write_text("k")
+    (project / "door").symlink_to("vault")
+    hookcode_env.write_config(
+        '[permission.read]\n"*" = "allow"\n"*/vault/*" = "deny"\n"*.env" = "ask"\n',
+        where="global",
+    )
+    rt = hookcode_env.runtime()
+    ctx = ToolContext(rt, session_id=rt.create_session().id, call_id="c")
+    rules = ctx.read_rules()
+    assert not rules.allows_everything
+    assert rules("vault/k") == "deny"
+    assert rules("door/k") == "deny"  # resolved where it leads
+    assert rules("a.env") == "ask" and rules("a.txt") == "allow"
+    under = rules.under("door")  # a walk of a symlinked root: no file-system call per path
+    assert under("k") == "deny" and under("x.txt") == "deny"
+    assert rules.under(".")("a.env") == "ask"
+    visible = rules.visible_under(".")
+    assert visible is not None and visible("a.env") and not visible("vault/k")
+
+    hookcode_env.write_config('[permission]\nread = "allow"\n', where="global")
+    rt = hookcode_env.runtime()
+    ctx = ToolContext(rt, session_id=rt.create_session().id, call_id="c")
+    assert ctx.read_rules().allows_everything
+    assert ctx.read_rules().visible_under(".") is None
+
+
 # ---------------------------------------------------------------------------------------------
 # hiding (§4 "Hiding tools")
 # ---------------------------------------------------------------------------------------------

@@ -5,6 +5,10 @@ mcp-server-git), never the project's own environment (offline-testing.md §0, §
 from ``HOOKCODE_TEST_MCP_VENV`` when set, else built once with ``uv venv`` + ``uv pip install``
 under ``$XDG_CACHE_HOME/hookcode-test-mcp`` (``~/.cache``) and reused by later runs. A venv
 that cannot be had fails the tests in CI (``CI`` set) and skips them elsewhere.
+
+``mcp_filesystem_server``: the command of the real ``@modelcontextprotocol/server-filesystem``
+from npm (pinned), installed once with ``npm install`` under the same cache directory; no
+node/npm, or a failed install, fails the tests in CI and skips them elsewhere.
 """
 
 from __future__ import annotations
@@ -118,3 +122,36 @@ def mcp_venv() -> Path:
     if error is not None:
         missing(f"could not build the MCP servers' virtual environment: {error}")
     return _python(venv)
+
+
+#: the filesystem MCP server from npm, pinned (its tools name their paths `path`, `paths`,
+#: `source`, `destination`: what core's path checks of MCP arguments are tried on)
+FILESYSTEM_SERVER = "@modelcontextprotocol/server-filesystem@2026.8.31"
+
+
+@pytest.fixture(scope="session")
+def mcp_filesystem_server() -> list[str]:
+    """``[node, .../server-filesystem/dist/index.js]``: append the allowed directories."""
+    node, npm = shutil.which("node"), shutil.which("npm")
+    if node is None or npm is None:
+        missing("node and npm are needed for @modelcontextprotocol/server-filesystem")
+    root = _cache_root() / "npm"
+    entry = root / "node_modules" / "@modelcontextprotocol" / "server-filesystem" / "dist"
+    entry = entry / "index.js"
+    stamp = root / STAMP
+    with _locked(_cache_root() / ".npm-lock"):
+        if not (entry.exists() and stamp.exists() and stamp.read_text() == FILESYSTEM_SERVER):
+            root.mkdir(parents=True, exist_ok=True)
+            try:
+                proc = subprocess.run(
+                    [npm, "install", "--no-audit", "--no-fund", "--prefix", str(root),
+                     FILESYSTEM_SERVER],
+                    capture_output=True, text=True, timeout=BUILD_TIMEOUT,
+                )  # fmt: skip
+            except (OSError, subprocess.TimeoutExpired) as exc:
+                missing(f"npm install {FILESYSTEM_SERVER} failed: {exc}")
+            if proc.returncode != 0 or not entry.exists():
+                tail = " | ".join((proc.stderr or proc.stdout).strip().splitlines()[-5:])
+                missing(f"npm install {FILESYSTEM_SERVER} exited {proc.returncode}: {tail}")
+            stamp.write_text(FILESYSTEM_SERVER)
+    return [node, str(entry)]

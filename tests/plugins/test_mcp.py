@@ -735,3 +735,130 @@ def test_cli_mcp_list_and_tools_call(hookcode_env: Any, mcp_venv: Path) -> None:
         hookcode_env, "tools", "call", "time_get_current_time", '{"timezone":"UTC"}', "--json"
     )
     assert refused.returncode == 1 and "rejected" in json.loads(refused.stdout)["error"]
+
+
+# ---------------------------------------------------------------------------------------------
+# paths in arguments: read rules and protected paths (@modelcontextprotocol/server-filesystem)
+# ---------------------------------------------------------------------------------------------
+
+
+def filesystem(env: Any, command: list[str], rules: str) -> Any:
+    """A runtime with the npm filesystem server as `fs`, allowed the project directory."""
+    write_servers(env, {"fs": {"command": [*command, str(env.project)]}}, rules)
+    return env.runtime()
+
+
+def test_path_arguments_and_writing_tools_are_recognised() -> None:
+    from hookcode_mcp._tool import writes
+
+    assert writes("write_file") and writes("move_file") and writes("createDirectory")
+    assert writes("edit_file") and writes("git_checkout_branch") is False
+    assert not writes("read_file") and not writes("get_file_info") and not writes("profile")
+
+    class Annotations:
+        def __init__(self, read_only: bool) -> None:
+            self.read_only_hint = read_only
+
+    assert not writes("write_cache_stats", Annotations(True))  # the server says read-only
+    assert writes("frobnicate", Annotations(False))
+
+
+def test_a_path_the_read_rules_deny_refuses_the_call(
+    hookcode_env: Any, mcp_filesystem_server: list[str]
+) -> None:
+    project = hookcode_env.project
+    (project / ".env").write_text("SECRET=1\n")
+    (project / "a.txt").write_text("hello\n")
+    rt = filesystem(
+        hookcode_env,
+        mcp_filesystem_server,
+        '[permission]\n"fs_*" = "allow"\n[permission.read]\n"*" = "allow"\n"*.env" = "deny"\n',
+    )
+    outcome = invoke_tool(rt, "fs_read_text_file", {"path": str(project / "a.txt")})
+    assert outcome.ok, outcome.error_text
+    assert "hello" in outcome.result.output
+    for tool, args, name in (
+        ("fs_read_text_file", {"path": ".env"}, "path"),
+        ("fs_read_multiple_files", {"paths": [str(project / "a.txt"), ".env"]}, "paths"),
+        ("fs_get_file_info", {"path": f"file://{project}/.env"}, "path"),
+    ):
+        outcome = invoke_tool(rt, tool, args)
+        assert type(outcome.error).__name__ == "PermissionDenied", (tool, outcome.error_text)
+        assert outcome.error_text == (
+            f"The read rules deny {project / '.env'} (argument {name!r} of {tool}): "
+            "the call was not made."
+        )
+        assert "SECRET" not in outcome.error_text
+    outcome = invoke_tool(rt, "fs_read_text_file", {"path": ".env\0.txt"})
+    assert outcome.error_text == "argument 'path' holds a NUL character: not a path"
+
+
+def test_a_path_whose_reading_asks_is_asked_for(
+    hookcode_env: Any, mcp_filesystem_server: list[str]
+) -> None:
+    project = hookcode_env.project
+    (project / ".env").write_text("SECRET=1\n")
+    rt = filesystem(hookcode_env, mcp_filesystem_server, '[permission]\n"fs_*" = "allow"\n')
+    outcome = invoke_tool(rt, "fs_read_text_file", {"path": ".env"})  # default rules: *.env asks
+    assert isinstance(outcome.error, PermissionRejected)
+    assert rt.refusals[-1].permission == "read"
+    assert rt.refusals[-1].patterns == [str(project / ".env")]
+
+
+def test_a_writing_tool_on_a_protected_path_asks_even_where_allowed(
+    hookcode_env: Any, mcp_filesystem_server: list[str]
+) -> None:
+    project = hookcode_env.project
+    (project / ".gitmodules").write_text("[submodule]\n")
+    rt = filesystem(hookcode_env, mcp_filesystem_server, '[permission]\n"fs_*" = "allow"\n')
+    outcome = invoke_tool(rt, "fs_write_file", {"path": ".envrc", "content": "touch P\n"})
+    assert isinstance(outcome.error, PermissionRejected), outcome.error_text
+    assert not (project / ".envrc").exists()
+    refused = rt.refusals[-1]
+    assert (refused.permission, refused.patterns) == ("fs_write_file", ["*", ".envrc"])
+    assert refused.metadata["protected"] == {".envrc": ".envrc"}
+    assert refused.always == [".envrc"]
+
+    # a move's source counts: the protected file would be gone
+    dest = str(project / "modules.txt")
+    outcome = invoke_tool(rt, "fs_move_file", {"source": ".gitmodules", "destination": dest})
+    assert isinstance(outcome.error, PermissionRejected), outcome.error_text
+    assert rt.refusals[-1].metadata["protected"] == {".gitmodules": ".gitmodules"}
+    assert (project / ".gitmodules").exists()
+
+    # an ordinary path: allowed, and a read-only tool never counts as a write
+    outcome = invoke_tool(rt, "fs_write_file", {"path": str(project / "ok.txt"), "content": "x"})
+    assert outcome.ok, outcome.error_text
+    assert (project / "ok.txt").read_text() == "x"
+    outcome = invoke_tool(rt, "fs_read_text_file", {"path": str(project / ".gitmodules")})
+    assert outcome.ok, outcome.error_text
+
+
+def test_a_rule_naming_the_protected_path_allows_an_mcp_write(
+    hookcode_env: Any, mcp_filesystem_server: list[str]
+) -> None:
+    project = hookcode_env.project
+    rt = filesystem(
+        hookcode_env,
+        mcp_filesystem_server,
+        '[permission]\n"fs_*" = "allow"\nfs_write_file = { "*" = "allow", ".envrc" = "allow" }\n',
+    )
+    outcome = invoke_tool(rt, "fs_write_file", {"path": str(project / ".envrc"), "content": "A"})
+    assert outcome.ok, outcome.error_text
+    assert (project / ".envrc").read_text() == "A"
+
+
+def test_cli_yes_does_not_approve_a_protected_mcp_write(
+    hookcode_env: Any, mcp_filesystem_server: list[str]
+) -> None:
+    project = hookcode_env.project
+    write_servers(
+        hookcode_env,
+        {"fs": {"command": [*mcp_filesystem_server, str(project)]}},
+        '[permission]\n"fs_*" = "allow"\n',
+    )
+    args = json.dumps({"path": str(project / ".git" / "hooks" / "pre-commit"), "content": "x"})
+    done = _hookcode(hookcode_env, "tools", "call", "fs_write_file", args, "--yes")
+    assert done.returncode == 1, done.stdout
+    assert "a protected path needs a person in a terminal or a rule naming it" in done.stderr
+    assert not (project / ".git").exists()

@@ -5,12 +5,17 @@ taken in sorted order):
 
 1. parse the patch (:mod:`hookcode_tool_apply_patch.patch`);
 2. ask ``external_directory`` for every path and move target outside the project (each
-   directory once);
+   directory once; symlinks followed, dangling ones too);
 3. verify every hunk and compute every file's new text in memory, against the files as the
    earlier hunks of the same patch leave them; any failure ends the call here, with nothing
-   written (ours: Codex's scenario 015 keeps the files written before the failure);
-4. ONE ``edit`` ask: patterns = the worktree-relative paths of every file touched, move
-   targets included; always ``["*"]``; metadata ``filepath``, ``diff``, ``files``;
+   written (ours: Codex's scenario 015 keeps the files written before the failure). A path
+   under a dangling directory link, a symlink loop or a file is refused here
+   (:func:`hookcode.writes.write_target`);
+4. ONE ``edit`` ask (:func:`hookcode.writes.edit_request`): patterns = the worktree-relative
+   paths of every file touched, move sources and targets included, as spelled and as
+   resolved; always ``["*"]``, or the exact paths when one is protected (``hookcode.toml``,
+   ``.git/**``, ...: ``metadata["protected"]`` then asks even where ``edit`` is allowed);
+   metadata ``filepath``, ``diff``, ``files``;
 5. write: every new text atomically (an existing file keeps its encoding, BOM and mode; a
    moved file those of its source; parents are created), then remove deleted files and move
    sources; ``file.edited`` (``file`` = absolute path, ``deleted``) for every changed path.
@@ -23,8 +28,10 @@ Decisions where the reference leaves room:
 - ``Add File`` over an existing file replaces it and keeps its encoding, mode and line-ending
   style (like ``write``); ``Add File`` or ``Move to`` onto a directory, or below a file, fails
   verification.
-- A file that is a symlink is written through the link (the link stays); ``Delete File`` and a
-  move remove the link itself.
+- A file that is a symlink is written through the link (the link stays; a dangling one gets
+  the file it points to created); ``Delete File`` and a move remove the link itself. Files are
+  tracked by where the OS finds them, so two spellings of one file (a link and its target) in
+  one patch apply in turn.
 """
 
 from __future__ import annotations
@@ -103,6 +110,8 @@ async def apply_patch(
 ) -> ToolResult:
     import asyncio
 
+    from hookcode.writes import edit_request, resolution, unchanged
+
     from hookcode_tool_apply_patch.patch import EmptyPatch, PatchError, parse
 
     if not patch_text:
@@ -128,28 +137,28 @@ async def apply_patch(
                 asked.add(pattern)
                 await ctx.ask_external_directory(path, "file")
 
+        resolved = resolution(paths)
         loop = asyncio.get_running_loop()
         plan = await loop.run_in_executor(ctx.runtime.executor, _plan, ctx, hunks)
 
-        patterns: list[str] = []
-        for path in paths:
-            pattern = _pattern(ctx, path)
-            if pattern not in patterns:
-                patterns.append(pattern)
-        metadata = {
-            "filepath": ", ".join(patterns),
+        request = edit_request(ctx, paths)
+        metadata: dict[str, Any] = {
+            "filepath": ", ".join(request.patterns),
             "diff": plan.diff,
             "files": plan.files,
         }
-        await ctx.ask("edit", patterns, ["*"], metadata)
+        if request.protected:
+            metadata["protected"] = request.protected
+        await ctx.ask("edit", request.patterns, request.always, metadata)
 
         if ctx.abort.aborted:
             raise ToolAborted()
+        unchanged(resolved, paths)  # the ask may have waited for a person
         # no await from here on: the files are written all together or not at all
         changed = _write(plan)
 
     for path, deleted in changed:
-        ctx.publish("file.edited", file=str(path), deleted=deleted)
+        ctx.publish("file.edited", file=str(plan.names.get(path, path)), deleted=deleted)
 
     output = "Success. Updated the following files:\n" + "\n".join(plan.summary)
     return ToolResult(title=output, output=output, metadata=metadata)
@@ -168,14 +177,24 @@ def tool() -> list[Any]:
 class _Plan:
     """A verified patch (a plain class: a dataclass costs at import)."""
 
-    __slots__ = ("diff", "files", "final", "summary")
+    __slots__ = ("diff", "files", "final", "names", "summary")
 
     def __init__(
-        self, *, final: dict[Path, Any], files: list[dict[str, Any]], diff: str, summary: list[str]
+        self,
+        *,
+        final: dict[Path, Any],
+        names: dict[Path, Path],
+        files: list[dict[str, Any]],
+        diff: str,
+        summary: list[str],
     ) -> None:
-        #: the final state of every path touched, in order of first touch: the file to write
-        #: (its text and how to store it), or None to remove it
+        #: the final state of every file touched, in order of first touch, by where the OS
+        #: finds it (a write's key is its target, symlinks followed; a removal's the directory
+        #: entry, a link itself): the file to write (its text and how to store it), or None
+        #: to remove it
         self.final = final
+        #: each key's path as the patch spelled it first (for the ``file.edited`` events)
+        self.names = names
         self.files = files
         self.diff = diff
         self.summary = summary
@@ -183,14 +202,6 @@ class _Plan:
 
 def _relative(ctx: ToolContext, path: Path) -> str:
     return os.path.relpath(path, ctx.worktree).replace(os.sep, "/")
-
-
-def _pattern(ctx: ToolContext, path: Path) -> str:
-    """The ``edit`` pattern of a path: worktree-relative, symlinks resolved."""
-    from hookcode.fileio import realpath_nearest
-
-    real = realpath_nearest(path)
-    return os.path.relpath(real, ctx.worktree).replace(os.sep, "/")
 
 
 def _os_error(code: int, path: Path) -> OSError:
@@ -207,30 +218,49 @@ def _plan(ctx: ToolContext, hunks: list[Any]) -> _Plan:
     import dataclasses
 
     from hookcode.fileio import TextFile, diff, diff_stats, read_text, to_newline
+    from hookcode.writes import write_target
 
     from hookcode_tool_apply_patch.patch import AddFile, DeleteFile, PatchError, apply_chunks
 
     final: dict[Path, TextFile | None] = {}
+    names: dict[Path, Path] = {}
 
-    def current(path: Path) -> TextFile | None:
+    def entry(path: Path) -> Path:
+        """The directory entry ``path`` names: its parent's symlinks resolved, not its own."""
+        return Path(os.path.realpath(path.parent)) / path.name
+
+    def source(path: Path) -> Path:
+        """The key of a file read at ``path``: the entry when this patch already decided what
+        is there (a link deleted by an earlier hunk is gone), else its real path."""
+        place = entry(path)
+        return place if place in final else Path(os.path.realpath(path))
+
+    def current(key: Path) -> TextFile | None:
         """The file as the earlier hunks leave it; None when missing or not a regular file."""
-        if path in final:
-            return final[path]
-        if not path.is_file():
+        if key in final:
+            return final[key]
+        if not key.is_file():
             return None
-        return read_text(path)
+        return read_text(key)
 
-    def check_target(path: Path) -> None:
-        """A file may be written at ``path``: not a directory, no file among its parents."""
-        if path in final:
-            return
-        if path.is_dir():
+    def target(path: Path) -> Path:
+        """The key a file written at ``path`` lands in (:func:`hookcode.writes.write_target`:
+        through a symlink; a dangling directory link or a file among the parents refused),
+        never a directory."""
+        place = entry(path)
+        if place in final:
+            return place
+        try:
+            key = write_target(path)
+        except ToolError as exc:
+            raise ToolError(f"{PREFIX}{exc}") from None
+        if key not in final and key.is_dir():
             raise _os_error(errno.EISDIR, path)
-        ancestor = path.parent
-        while not ancestor.exists() and ancestor != ancestor.parent:
-            ancestor = ancestor.parent
-        if not ancestor.is_dir():
-            raise _os_error(errno.ENOTDIR, ancestor)
+        return key
+
+    def put(key: Path, path: Path, file: TextFile | None) -> None:
+        final[key] = file
+        names.setdefault(key, path)
 
     files: list[dict[str, Any]] = []
     diffs: list[str] = []
@@ -242,23 +272,24 @@ def _plan(ctx: ToolContext, hunks: list[Any]) -> _Plan:
         try:
             if isinstance(hunk, AddFile):
                 kind = "add"
-                check_target(path)
+                key = target(path)
                 text = hunk.contents
                 if text and not text.endswith("\n"):
                     text += "\n"
-                existing = current(path)
+                existing = current(key)
                 before = existing.text if existing is not None else ""
                 if existing is not None:
                     text = to_newline(text, existing.newline)
-                    final[path] = dataclasses.replace(existing, text=text)
+                    put(key, path, dataclasses.replace(existing, path=key, text=text))
                 else:
-                    final[path] = TextFile(path, text, exists=False)
+                    put(key, path, TextFile(key, text, exists=False))
                 after = text
                 summary.append(f"A {relative}")
             elif isinstance(hunk, DeleteFile):
                 kind = "delete"
-                if path in final:
-                    existing = final[path]
+                key = entry(path)
+                if key in final:
+                    existing = final[key]
                     if existing is None:
                         raise _os_error(errno.ENOENT, path)
                 else:
@@ -266,11 +297,12 @@ def _plan(ctx: ToolContext, hunks: list[Any]) -> _Plan:
                     if not existing.exists:
                         raise _os_error(errno.ENOENT, path)
                 before, after = existing.text, ""
-                final[path] = None
+                put(key, path, None)
                 summary.append(f"D {relative}")
             else:
+                key = source(path)
                 try:
-                    existing = current(path)
+                    existing = current(key)
                 except OSError:
                     existing = None
                 if existing is None:
@@ -280,13 +312,14 @@ def _plan(ctx: ToolContext, hunks: list[Any]) -> _Plan:
                 if hunk.move_path is not None:
                     kind = "move"
                     move_path = ctx.resolve(hunk.move_path)
-                    check_target(move_path)
-                    final[path] = None
-                    final[move_path] = dataclasses.replace(existing, path=move_path, text=after)
+                    destination = target(move_path)
+                    put(entry(path), path, None)  # the source entry goes (a link itself)
+                    moved = dataclasses.replace(existing, path=destination, text=after)
+                    put(destination, move_path, moved)
                     summary.append(f"M {_relative(ctx, move_path)}")
                 else:
                     kind = "update"
-                    final[path] = dataclasses.replace(existing, text=after)
+                    put(key, path, dataclasses.replace(existing, text=after))
                     summary.append(f"M {relative}")
         except PatchError as exc:
             raise ToolError(f"{PREFIX}{exc}") from None
@@ -309,7 +342,7 @@ def _plan(ctx: ToolContext, hunks: list[Any]) -> _Plan:
                 "movePath": str(move_path) if move_path is not None else None,
             }
         )
-    return _Plan(final=final, files=files, diff="".join(diffs), summary=summary)
+    return _Plan(final=final, names=names, files=files, diff="".join(diffs), summary=summary)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -318,7 +351,9 @@ def _plan(ctx: ToolContext, hunks: list[Any]) -> _Plan:
 
 
 def _write(plan: _Plan) -> list[tuple[Path, bool]]:
-    """Write every new text, then remove deleted files; returns (path, deleted) per change."""
+    """Write every new text, then remove deleted files; returns (key, deleted) per change.
+    Every key is where the OS finds the file (see :class:`_Plan`): a write through a symlink
+    goes to its target, so the link stays."""
     from hookcode.fileio import atomic_write, write_text
 
     changed: list[tuple[Path, bool]] = []
@@ -330,8 +365,7 @@ def _write(plan: _Plan) -> list[tuple[Path, bool]]:
         if file.exists:
             # an existing file (or a moved one): its encoding, BOM and mode; the text already
             # has the line endings it must have (mixed ones included)
-            target = Path(os.path.realpath(path)) if os.path.lexists(path) else path
-            atomic_write(target, file.encode(file.text), mode=file.mode)
+            atomic_write(path, file.encode(file.text), mode=file.mode)
         else:
             write_text(path, file.text)
         changed.append((path, False))

@@ -1,12 +1,16 @@
 """edit: replace a string in a file (reference/tools.md §5).
 
 Checks, in order: an empty ``filePath`` -> ``filePath is required``; ``oldString == newString``
--> ``No changes to apply: ...``; ``external_directory`` (file); then, holding the path lock
-until the write is done: a directory -> ``Path is a directory, not a file: <abs>``; an existing
-file must have been read in this session and not modified since (the read-before-write rule,
-§24, which also covers an empty ``oldString`` over an existing file — the reference skips it
-there); a missing file -> ``File <abs> not found`` unless ``oldString`` is empty (create);
-the replacement (:mod:`hookcode_tool_edit.replace`); one ``edit`` ask with the diff; the write;
+-> ``No changes to apply: ...``; ``external_directory`` (file; symlinks followed, dangling ones
+too); then, holding the path lock until the write is done: the write target
+(:func:`hookcode.writes.write_target`: a symlink is edited through, its target written and the
+link kept; a path under a dangling directory link is refused); a directory -> ``Path is a
+directory, not a file: <abs>``; an existing file must have been read in this session and not
+modified since (the read-before-write rule, §24, which also covers an empty ``oldString`` over
+an existing file — the reference skips it there); a missing file -> ``File <abs> not found``
+unless ``oldString`` is empty (create); the replacement (:mod:`hookcode_tool_edit.replace`);
+one ``edit`` ask with the diff (:func:`hookcode.writes.ask_edit`: the path as spelled and as
+resolved; a protected path is marked and asks even where ``edit`` is allowed); the write;
 ``file.edited``; the read time is recorded.
 
 Line endings: the file is CRLF if it has any ``\\r\\n``; ``oldString`` and ``newString`` are
@@ -31,6 +35,7 @@ if TYPE_CHECKING:
 
 __all__ = [
     "OUTPUT",
+    "Target",
     "apply_edit",
     "commit",
     "edit",
@@ -106,11 +111,11 @@ async def edit(
     path = ctx.resolve(file_path)
     await ctx.ask_external_directory(path, "file")
     async with ctx.runtime.path_locks.hold(path):
-        before = await load(ctx, path)
+        target, before = await load(ctx, path)
         after = await asyncio.to_thread(
             apply_edit, path, before, old_string, new_string, replace_all
         )
-        metadata = await commit(ctx, path, before, after)
+        metadata = await commit(ctx, path, target, before, after)
     return ToolResult(output=OUTPUT, title=relative(ctx, path), metadata=metadata)
 
 
@@ -135,20 +140,36 @@ def relative(ctx: ToolContext, path: Path) -> str:
     return os.path.relpath(path, ctx.worktree).replace(os.sep, "/")
 
 
-async def load(ctx: ToolContext, path: Path) -> TextFile | None:
-    """The file as it is now (None when missing), after the directory check and, for an
-    existing file, the read-before-write rule. Call it holding the path lock."""
+async def load(ctx: ToolContext, path: Path) -> tuple[Target, TextFile | None]:
+    """Where a write of ``path`` lands (:func:`hookcode.writes.write_target`: symlinks
+    followed, a dangling directory link refused) and the file as it is now there (None when
+    missing), after the directory check and, for an existing file, the read-before-write
+    rule. Call it holding the path lock."""
     import asyncio
 
     from hookcode.fileio import read_text
+    from hookcode.writes import resolution, write_target
 
-    if path.is_dir():
+    resolved = resolution([path])
+    target = write_target(path)
+    if target.is_dir():
         raise ToolError(f"Path is a directory, not a file: {path}")
-    if not path.exists():
-        return None
-    ctx.files.assert_fresh(path)
-    current = await asyncio.to_thread(read_text, path)
-    return current if current.exists else None
+    if not target.exists():
+        return Target(target, resolved), None
+    ctx.files.assert_fresh(target)
+    current = await asyncio.to_thread(read_text, target)
+    return Target(target, resolved), current if current.exists else None
+
+
+class Target:
+    """Where an edit of a path is written, and how the path resolved when that was found
+    (compared again after the ask, which may wait for a person)."""
+
+    __slots__ = ("path", "resolved")
+
+    def __init__(self, path: Path, resolved: list[tuple[str, str]]) -> None:
+        self.path = path
+        self.resolved = resolved
 
 
 def apply_edit(
@@ -177,19 +198,23 @@ def apply_edit(
 
 
 async def commit(
-    ctx: ToolContext, path: Path, before: TextFile | None, after: str
+    ctx: ToolContext, path: Path, target: Target, before: TextFile | None, after: str
 ) -> dict[str, Any]:
-    """Ask ``edit`` with the diff, write ``after`` atomically (keeping an existing file's
-    encoding, BOM and mode), publish ``file.edited``, record the read time. Returns the
-    metadata ``diff``, ``filediff`` and ``diagnostics``. Call it holding the path lock."""
+    """Ask ``edit`` with the diff (:func:`hookcode.writes.ask_edit`: the path as spelled and
+    resolved; a protected one is marked), write ``after`` atomically to ``target`` (keeping
+    an existing file's encoding, BOM and mode), publish ``file.edited``, record the read
+    time. Returns the metadata ``diff``, ``filediff`` and ``diagnostics``. Call it holding
+    the path lock."""
     import asyncio
 
     from hookcode.fileio import diff, diff_stats
+    from hookcode.writes import ask_edit, unchanged
 
     before_text = before.text if before is not None else ""
     patch = trim_diff(diff(str(path), before_text, after))
-    await ctx.ask("edit", [relative(ctx, path)], ["*"], {"filepath": str(path), "diff": patch})
-    await asyncio.to_thread(_write, path, before, after)
+    await ask_edit(ctx, [path], {"filepath": str(path), "diff": patch})
+    unchanged(target.resolved, [path])  # the ask may have waited for a person
+    await asyncio.to_thread(_write, target.path, before, after)
     ctx.publish("file.edited", file=str(path))
     ctx.files.record(path)
     additions, deletions = diff_stats(before_text, after)

@@ -2,8 +2,10 @@
 
 Files are listed by ripgrep (``rg --files``): hidden files included, ``.git`` excluded, ignore
 files honoured (even for files the pattern matches: see :func:`hookcode.ripgrep.glob_filter`),
-symlinks not followed. At most 100 paths are returned (sorted by modification
-time, newest first); ``truncated`` says a 101st exists.
+symlinks not followed. Paths the ``read`` rules deny are left out before anything counts
+(names of paths whose reading asks are shown: only contents need the permission). At most
+100 paths are returned (sorted by modification time, newest first); ``truncated`` says a
+101st exists.
 """
 
 from __future__ import annotations
@@ -67,7 +69,14 @@ async def glob(
         entries.append((mtime, full))
 
     _found, truncated = await files(
-        search, globs, limit=LIMIT, abort=ctx.abort, match=match, name_glob=names, on_path=dated
+        search,
+        globs,
+        limit=LIMIT,
+        abort=ctx.abort,
+        match=match,
+        name_glob=names,
+        on_path=dated,
+        keep=ctx.read_rules().visible_under(search),  # denied paths never count or show
     )
     entries.sort(key=lambda entry: (-entry[0], entry[1]))  # newest first; path among ties
 

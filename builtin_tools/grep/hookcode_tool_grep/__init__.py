@@ -6,19 +6,28 @@ included): hidden files included, ``.git`` excluded, ignore files honoured, also
 modification time, newest first (ties: path order), line order within a file; at most 100 are
 shown. Memory stays bounded on huge result sets: only the 100 best matches seen so far are kept
 (a heap), every other match is just counted.
+
+The ``read`` rules apply: matches in a file they deny are neither shown nor counted (a denied
+file named as ``path`` is refused); a file whose reading asks is not shown either, but one line
+names such files (the model can then ``read`` them, which asks). The search root's
+``external_directory`` check follows symlinks, dangling ones included.
 """
 
 from __future__ import annotations
 
 import heapq
 import os
+from collections.abc import Callable
 from typing import Annotated, Any
 
 from hookcode import ToolContext, ToolResult, hookimpl
 from hookcode import tool as define_tool
+from hookcode.errors import PermissionDenied
 
 LIMIT = 100
 MAX_LINE_LENGTH = 2000
+#: files named at most in the note on matches that need the read permission
+UNREAD_NAMES = 20
 
 DESCRIPTION = """\
 - Fast content search tool that works with any codebase size
@@ -70,6 +79,19 @@ async def grep(
     if not is_file and not search.is_dir():
         raise ToolError(f"No such file or directory: '{search}'")
 
+    # the read rules: a denied file is never searched; one whose reading asks is named, not
+    # shown (rg reports paths relative to `base`; a named file is judged as named, links and all)
+    rules = ctx.read_rules()
+    judge: Callable[[str], str] | None = None
+    if is_file:
+        verdict = rules(search)
+        if verdict == "deny":
+            raise PermissionDenied(f"The read rules deny {search}: grep does not search it.")
+        if verdict == "ask":
+            judge = lambda _relative: verdict  # noqa: E731
+    elif not rules.allows_everything:
+        judge = rules.under(search)
+
     # rg runs in the search directory (for a file: its directory), so the paths it reports and
     # the ones `include` is matched against are relative to it, as for the glob tool
     base = search.parent if is_file else search
@@ -86,17 +108,20 @@ async def grep(
     # an explicit file is searched whatever the globs say (rg's rule): `include` does not apply
     args.append("./" + search.name if is_file else ".")
 
-    found = _Matches(str(base), None if is_file else match)
+    found = _Matches(str(base), None if is_file else match, judge)
     returncode, stderr = await run_lines(args, found.line, cwd=base, abort=ctx.abort)
     if returncode not in (0, 1, 2) or (returncode == 2 and not found.reported and stderr):
         raise ToolError(f"ripgrep failed: {stderr}")
     partial = returncode == 2
 
     total = found.total
+    unread = sorted(found.unread)
     if returncode == 1 or total == 0:
-        return ToolResult(
-            title=pattern, output="No files found", metadata={"matches": 0, "truncated": False}
-        )
+        output = f"No matches shown: {_unread_note(unread)}" if unread else "No files found"
+        metadata: dict[str, Any] = {"matches": 0, "truncated": False}
+        if unread:
+            metadata["unread"] = len(unread)
+        return ToolResult(title=pattern, output=output, metadata=metadata)
     truncated = total > LIMIT
     lines = [f"Found {total} matches" + (f" (showing first {LIMIT})" if truncated else "")]
     current = None
@@ -115,10 +140,24 @@ async def grep(
         ]
     if partial:
         lines += ["", "(Some paths were inaccessible and skipped)"]
-    return ToolResult(
-        title=pattern,
-        output="\n".join(lines),
-        metadata={"matches": total, "truncated": truncated},
+    metadata = {"matches": total, "truncated": truncated}
+    if unread:
+        lines += ["", f"(Not shown: {_unread_note(unread)})"]
+        metadata["unread"] = len(unread)
+    return ToolResult(title=pattern, output="\n".join(lines), metadata=metadata)
+
+
+def _unread_note(unread: list[str]) -> str:
+    """One line naming the files whose matches need the read permission (at most
+    UNREAD_NAMES of them)."""
+    count = len(unread)
+    names = ", ".join(unread[:UNREAD_NAMES])
+    if count > UNREAD_NAMES:
+        names += f" and {count - UNREAD_NAMES} more"
+    files = "1 file matches" if count == 1 else f"{count} files match"
+    return (
+        f"{files} whose contents need the read permission (read them with the read tool, "
+        f"which asks for it): {names}"
     )
 
 
@@ -146,12 +185,15 @@ class _Matches:
     entry is the one to drop next. An entry is ``(mtime_ns, _Reversed(abs path), -index,
     line number, text)``; sorted in reverse, the entries are in output order."""
 
-    def __init__(self, base: str, match: Any) -> None:
+    def __init__(self, base: str, match: Any, judge: Callable[[str], str] | None) -> None:
         import json
 
         self.loads = json.loads  # bound once per search: `line` runs for every line rg prints
         self.base = base
         self.match = match
+        self.judge = judge  # the read rules' action for a relative path; None: all allowed
+        #: files with matches whose reading asks: named in the output, their lines not shown
+        self.unread: list[str] = []
         self.total = 0
         self.reported = False  # rg reported a match (kept or not)
         self.best: list[tuple[int, _Reversed, int, int, str]] = []
@@ -187,6 +229,12 @@ class _Matches:
         if self.match is not None and not self.match(relative.replace(os.sep, "/")):
             return
         full = os.path.join(self.base, relative)
+        if self.judge is not None:
+            action = self.judge(relative.replace(os.sep, "/"))
+            if action != "allow":
+                if action == "ask":
+                    self.unread.append(full)
+                return  # a denied file: its matches are neither shown nor counted
         try:
             self.mtime = os.stat(full).st_mtime_ns
         except OSError:

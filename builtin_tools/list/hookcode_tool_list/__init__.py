@@ -3,8 +3,10 @@
 Files come from ripgrep (``rg --files``), like the reference: hidden files included, ``.git``
 excluded, ignore files (``.gitignore`` in a git repository, ``.ignore``) honoured, symlinks
 not followed, and the directories of :data:`IGNORED` skipped at any depth, plus the caller's
-``ignore`` globs. The first 100 files (in path order) make the tree; ``truncated`` is set when
-100 were reached.
+``ignore`` globs. Files the ``read`` rules deny are left out (names of files whose reading
+asks are shown: only their contents need the permission), before the limit counts: the first
+100 files left (in path order) make the tree; ``truncated`` is set when 100 were reached. The
+directory's own ``external_directory`` check follows symlinks, dangling ones included.
 """
 
 from __future__ import annotations
@@ -57,8 +59,12 @@ async def list_(
     await ctx.ask_external_directory(search, "directory")
     await ctx.ask("list", [str(search)], ["*"], metadata={"path": str(search)})
 
-    # sorted walk: which 100 files a large tree shows must not change from call to call
-    found, _ = await files(search, ignore_globs(ignore), limit=LIMIT, abort=ctx.abort, sort=True)
+    # sorted walk: which 100 files a large tree shows must not change from call to call;
+    # what the read rules deny is left out before it counts
+    visible = ctx.read_rules().visible_under(search)
+    found, _ = await files(
+        search, ignore_globs(ignore), limit=LIMIT, abort=ctx.abort, sort=True, keep=visible
+    )
     root = str(search)
     output = (root if root.endswith("/") else root + "/") + "\n" + render_tree(found)
     return ToolResult(

@@ -1,11 +1,14 @@
 """lsp: code intelligence from language servers, and their errors after edits
 (reference/tools.md §15 and §23).
 
-The ``lsp`` tool. Order of a call: resolve the path -> ``external_directory`` (file) -> ask
-``lsp`` (patterns ``["*"]``) -> ``File not found: <abs>`` -> ``No LSP server available for
+The ``lsp`` tool. Order of a call: resolve the path -> ``external_directory`` (file; symlinks
+followed, dangling ones too) -> ask ``lsp`` (patterns ``["*"]``) -> the ``read`` rules on the
+file, as the read tool asks them (a deny refuses, an ask asks ``read``: the file's text goes to
+a server and its answers quote it) -> ``File not found: <abs>`` -> ``No LSP server available for
 this file type.`` -> the file is opened (or its new text sent) in every server for it -> the
 operation at ``line``/``character`` (1-based, sent 0-based) -> the results flattened over the
-servers as 2-space-indented JSON, or ``No results found for <operation>``. Title
+servers as 2-space-indented JSON (results that point into a file the ``read`` rules deny are
+left out), or ``No results found for <operation>``. Title
 ``<operation> <rel>:<line>:<character>``. An error answer or a missing capability counts as
 no result (as the reference); a server that cannot start or dies is an error naming it.
 ``incomingCalls``/``outgoingCalls`` prepare the call hierarchy at the position first and ask
@@ -19,7 +22,8 @@ plugin's ``tool_execute_after`` (the file tools contain no LSP code): every chan
 opened or changed in each matching server, deleted files are closed, then we wait for each
 changed file's ``publishDiagnostics`` (150 ms without a new one ends the wait, 3 s at most
 once the server runs) and append the errors (severity 1, 20 per file) in §23's format; a
-``write`` also shows up to 5 other files with errors. ``metadata["diagnostics"]`` holds the
+``write`` also shows up to 5 other files with errors (never one the ``read`` rules deny).
+``metadata["diagnostics"]`` holds the
 errors shown, by absolute path. A server that is configured but cannot start, or that dies
 on the way, does not fail the edit: a line ``LSP diagnostics skipped: server 'NAME' ...``
 says why (``metadata["lsp_skipped"]`` too), and a dead server is started again on its next
@@ -136,6 +140,8 @@ async def lsp(
     title = f"{operation} {relative}:{line}:{character}"
     await ctx.ask_external_directory(path, "file")
     await ctx.ask("lsp", ["*"], ["*"], {})
+    rules = ctx.read_rules()
+    await _ask_read(ctx, rules, path)
     if not path.is_file():
         raise ToolError(f"File not found: {path}")
     settings = settings_of(ctx.runtime.config)
@@ -158,6 +164,8 @@ async def lsp(
         raise ToolError(f"No LSP server could answer: {exc}") from None
     except TooLarge as exc:
         raise ToolError(f"File too large for the language server: {path} ({exc})") from None
+    if not rules.allows_everything:
+        results = [item for item in results if not _denied_location(item, rules)]
     if not results:
         output = f"No results found for {operation}"
     else:
@@ -165,6 +173,41 @@ async def lsp(
 
         output = json.dumps(results, indent=2, ensure_ascii=False)
     return ToolResult(title=title, output=output, metadata={"result": results})
+
+
+async def _ask_read(ctx: ToolContext, rules: Any, path: Path) -> None:
+    """The file is read and sent to a server: the read rules apply as for the read tool (a
+    deny refuses, an ask asks ``read`` with the same patterns)."""
+    from hookcode.errors import PermissionDenied
+
+    verdict = rules(path)
+    if verdict == "deny":
+        raise PermissionDenied(f"The read rules deny {path}: it is not sent to a language server.")
+    if verdict == "ask":
+        patterns = [str(path)]
+        real = os.path.realpath(path)
+        if real != str(path):
+            patterns.append(real)
+        await ctx.ask("read", patterns, ["*"], {"filepath": str(path)})
+
+
+def _denied_location(item: Any, rules: Any) -> bool:
+    """Whether a result (a location, a symbol, a call-hierarchy item or call) points into a
+    file the read rules deny: such results are left out."""
+    if not isinstance(item, dict):
+        return False
+    uris = [item.get("uri"), item.get("targetUri")]
+    for key in ("location", "from", "to"):
+        inner = item.get(key)
+        if isinstance(inner, dict):
+            uris.append(inner.get("uri"))
+    for uri in uris:
+        if isinstance(uri, str) and uri.startswith("file:"):
+            from urllib.parse import unquote, urlsplit
+
+            if rules(unquote(urlsplit(uri).path)) == "deny":
+                return True
+    return False
 
 
 # ---------------------------------------------------------------------------------------------
@@ -254,6 +297,9 @@ async def _diagnostics(call: ToolCall, result: ToolResult, ctx: ToolContext) -> 
         return
     report = work.result()
     files = report.files
+    rules = ctx.read_rules()
+    if not rules.allows_everything:  # other files' errors quote them: not those denied
+        files = {p: d for p, d in files.items() if p in changed or rules(p) != "deny"}
     if call.tool == "write":
         text = fmt.render_write(changed[0], files) if changed else ""
     elif call.tool == "apply_patch":

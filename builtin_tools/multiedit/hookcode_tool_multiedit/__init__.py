@@ -124,11 +124,11 @@ async def multiedit(
     path = ctx.resolve(file_path)
     await ctx.ask_external_directory(path, "file")
     async with ctx.runtime.path_locks.hold(path):
-        before = await load(ctx, path)
+        target, before = await load(ctx, path)
         after, results = await asyncio.to_thread(
             _apply_all, path, before.text if before is not None else None, edits
         )
-        metadata = await commit(ctx, path, before, after)
+        metadata = await commit(ctx, path, target, before, after)
     return ToolResult(
         output=OUTPUT, title=relative(ctx, path), metadata={"results": results, **metadata}
     )

@@ -26,7 +26,9 @@ Decisions where the reference leaves room:
   session does not get them again. A path is claimed before the result is returned, so
   parallel reads in one session attach it once.
 - Directory entries are sorted case-insensitively (ties by code point), approximating the
-  reference's locale order independently of the process locale.
+  reference's locale order independently of the process locale. Entries the ``read`` rules
+  deny are not listed (nor counted); instruction files are attached only where the ``read``
+  rules allow them.
 """
 
 from __future__ import annotations
@@ -155,7 +157,7 @@ def read(
     if st is None:
         raise ToolError(_not_found(path))
     if is_dir:
-        return _directory(path, title, start, count)
+        return _directory(ctx, path, title, start, count)
     if not stat.S_ISREG(st.st_mode):  # a FIFO or a device would block or never end
         raise ToolError(f"Cannot read {path}: not a regular file")
 
@@ -242,10 +244,19 @@ def _not_found(path: Path) -> str:
     return f"File not found: {path}"
 
 
-def _directory(path: Path, title: str, start: int, count: int) -> ToolResult:
+def _directory(ctx: ToolContext, path: Path, title: str, start: int, count: int) -> ToolResult:
+    rules = ctx.read_rules()
+    under = None if rules.allows_everything else rules.under(path)
     entries: list[str] = []
     with os.scandir(path) as scan:
         for entry in scan:
+            if under is not None:
+                # an entry the read rules deny is not listed (nor counted); a link is judged
+                # where it leads too
+                link = entry.is_symlink()
+                action = rules(entry.path) if link else under(entry.name)
+                if action == "deny":
+                    continue
             try:
                 is_dir = entry.is_dir()  # follows symlinks: a link to a directory counts
             except OSError:
@@ -494,6 +505,9 @@ def _instructions(ctx: ToolContext, path: Path) -> list[tuple[str, str]]:
     candidates = _instruction_candidates(ctx, path)
     if not candidates:
         return []
+    rules = ctx.read_rules()
+    if not rules.allows_everything:  # attached unasked: only what the read rules allow
+        candidates = [c for c in candidates if rules(c) == "allow"]
     with _LOADED_LOCK:
         seen = _loaded(ctx)
         fresh = [str(c) for c in candidates if str(c) not in seen]

@@ -1,11 +1,14 @@
 """write: create or overwrite a file (reference/tools.md §4).
 
 Order of a call: resolve the path (against the working directory) -> ``external_directory``
-(file) -> then, holding the path lock until the write is done: a directory is refused; an
+(file; symlinks followed, dangling ones too) -> then, holding the path lock until the write is
+done: the write target (:func:`hookcode.writes.write_target`: a symlink is written through to
+its target, a path under a dangling directory link is refused); a directory is refused; an
 existing file must have been read in this session and not modified since (the read-before-write
-rule, §24) -> diff old -> new -> ask ``edit`` (patterns: the worktree-relative path; always
-``*``; metadata ``filepath``, ``diff``) -> atomic write -> ``file.edited`` -> the read time is
-recorded.
+rule, §24) -> diff old -> new -> ask ``edit`` (:func:`hookcode.writes.ask_edit`: patterns the
+worktree-relative path as spelled and as resolved; always ``*``, or the exact paths for a
+protected one, which ``metadata["protected"]`` marks; metadata ``filepath``, ``diff``) ->
+atomic write -> ``file.edited`` -> the read time is recorded.
 
 An existing file keeps its mode, encoding (BOM included) and line-ending style: LF content
 written over a CRLF file is written with CRLF (the reference writes the content verbatim). A
@@ -60,6 +63,7 @@ async def write(
     import asyncio
 
     from hookcode.fileio import diff, read_text
+    from hookcode.writes import ask_edit, resolution, unchanged, write_target
 
     if not file_path:
         raise ToolError("filePath is required")
@@ -67,18 +71,21 @@ async def write(
     title = os.path.relpath(path, ctx.worktree).replace(os.sep, "/")
     await ctx.ask_external_directory(path, "file")
     async with ctx.runtime.path_locks.hold(path):
-        if path.is_dir():
+        resolved = resolution([path])
+        target = write_target(path)  # through symlinks; a dangling directory link refused
+        if target.is_dir():
             raise ToolError(f"Path is a directory, not a file: {path}")
         existing: TextFile | None = None
-        if path.exists():
-            ctx.files.assert_fresh(path)
-            existing = await asyncio.to_thread(read_text, path)
+        if target.exists():
+            ctx.files.assert_fresh(target)
+            existing = await asyncio.to_thread(read_text, target)
             if not existing.exists:
                 existing = None
         before = existing.text if existing is not None else ""
         patch = _trim_diff(diff(str(path), before, content))
-        await ctx.ask("edit", [title], ["*"], {"filepath": str(path), "diff": patch})
-        await asyncio.to_thread(_write, path, content, existing)
+        await ask_edit(ctx, [path], {"filepath": str(path), "diff": patch})
+        unchanged(resolved, [path])  # the ask may have waited for a person
+        await asyncio.to_thread(_write, target, content, existing)
         ctx.publish("file.edited", file=str(path))
         ctx.files.record(path)
     return ToolResult(

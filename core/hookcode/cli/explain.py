@@ -21,7 +21,17 @@ def explain(rt: Runtime, agent: str, permission: str, pattern: str, *, as_json: 
     if permission == "bash":
         _shell(rt, agent, pattern, as_json)
         return
-    request, vote = _vote(rt, agent, permission, [pattern], [pattern], {})
+    metadata: dict[str, Any] = {}
+    protected: str | None = None
+    if permission == "edit":
+        # a protected path asks whatever the rules say, as the writing tools mark it
+        import os
+
+        spelled = os.path.normpath(os.path.join(rt.worktree, os.path.expanduser(pattern)))
+        protected = rt.protected.entry(spelled, os.path.realpath(spelled))
+        if protected is not None:
+            metadata = {"protected": {pattern: protected}}
+    request, vote = _vote(rt, agent, permission, [pattern], [pattern], metadata)
     decision = request.ruleset.decide_one(permission, pattern)
     data = {
         "permission": permission,
@@ -29,6 +39,16 @@ def explain(rt: Runtime, agent: str, permission: str, pattern: str, *, as_json: 
         "agent": agent,
         "decision": vote.action,
         "rule": decision.rule.to_dict() if decision.rule else None,
+        "commands": [
+            {
+                "pattern": pattern,
+                "action": decision.action,
+                "rule": _rule_dict(decision.rule),
+            }
+        ],
+        "opaque": False,
+        "protected": protected,
+        "outside_dirs": [],
         "reason": vote.reason,
         "votes": {name: v.action for name, v in request.votes.items()},
     }
@@ -37,7 +57,9 @@ def explain(rt: Runtime, agent: str, permission: str, pattern: str, *, as_json: 
         return
     typer.echo(f"{vote.action}  ({permission} {pattern!r}, agent {agent})")
     typer.echo("rule: " + _rule_text(decision.rule))
-    if vote.reason:
+    if protected is not None:
+        typer.echo(f"protected: {vote.reason or pattern}")
+    elif vote.reason:
         typer.echo(f"reason: {vote.reason}")
     _echo_votes(request)
 

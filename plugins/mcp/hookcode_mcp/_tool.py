@@ -5,6 +5,22 @@ dependency of the ``mcp`` SDK, which uses it for output schemas): pydantic valid
 not arbitrary JSON Schema, and translating every schema into a model would lose keywords.
 The pipeline still sees a pydantic object (a permissive model holding the validated dict),
 so ``validate`` / ``dump`` / ``execute`` keep the base class's contract.
+
+Paths core can see: a top-level argument whose name says it holds a path (``path``, ``paths``,
+``filePath``, ``file_path``, ``source``, ``destination``, ``directory``, ``root``, ``repo_path``,
+...: its last word is one of :data:`PATH_WORDS`), a string or a list of strings, is resolved
+against the working directory (the server's) and:
+
+* checked against the ``read`` rules, as every reader is: a denied path refuses the call,
+  naming it; a path whose reading asks is asked for (``read``) before the call;
+* for a tool that writes (:func:`writes`: its annotations say it is not read-only, or they say
+  nothing and its name has a word such as ``write``, ``edit``, ``move``, ``create``), added to
+  the tool's own ask as ``edit``-style patterns (worktree-relative, as spelled and resolved),
+  and a protected one (``hookcode.toml``, ``.git/**``, ...) marks the ask
+  ``metadata["protected"]``: only a person or a rule naming the path allows it.
+
+A server sees paths its own way (its roots, its own symlink handling); these checks are what
+core can do with what it sees in the arguments.
 """
 
 from __future__ import annotations
@@ -13,6 +29,7 @@ import base64
 import copy
 import json
 import re
+from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
 
 from hookcode.errors import InvalidArguments, ToolError
@@ -24,9 +41,36 @@ if TYPE_CHECKING:
 
     from hookcode_mcp._config import McpServerConfig
 
-__all__ = ["McpTool", "ToolServer", "flatten", "sanitize", "tool_schema"]
+__all__ = [
+    "McpTool",
+    "ToolServer",
+    "flatten",
+    "path_arguments",
+    "sanitize",
+    "tool_schema",
+    "writes",
+]
 
 _UNSAFE = re.compile(r"[^a-zA-Z0-9_-]")
+#: the words of a name: runs of lower-case letters and digits, split at ``_``, ``-``, ``.``,
+#: spaces and camelCase humps (``filePath`` -> file, path; ``repo_path`` -> repo, path)
+_WORDS = re.compile(r"[A-Z]+(?![a-z])|[A-Z]?[a-z]+|[0-9]+")
+#: an argument whose name ends with one of these words holds a path (or a list of them)
+PATH_WORDS = frozenset(
+    {
+        "path", "paths", "file", "files", "filename", "filenames", "dir", "dirs", "directory",
+        "directories", "folder", "folders", "root", "roots", "source", "destination", "dest",
+        "cwd", "workdir",
+    }
+)  # fmt: skip
+#: a tool whose name has one of these words writes the paths it is given
+WRITE_WORDS = frozenset(
+    {
+        "write", "edit", "move", "mv", "rename", "create", "delete", "remove", "rm", "unlink",
+        "mkdir", "rmdir", "copy", "cp", "append", "save", "put", "patch", "replace", "update",
+        "insert", "touch", "chmod", "upload", "overwrite", "modify", "set",
+    }
+)  # fmt: skip
 #: binary resources a provider accepts as attachments (later reference releases)
 ATTACHABLE = {"application/pdf", "image/gif", "image/jpeg", "image/png", "image/webp"}
 MAX_ATTACHMENT_BYTES = 10 * 1024 * 1024
@@ -74,6 +118,7 @@ class McpTool(Tool):
         self.description = remote.description or remote.title or ""
         self.input_schema = tool_schema(remote.input_schema)
         self.annotations = remote.annotations
+        self.writes = writes(remote.name, remote.annotations)
         self._validator: Any = None
 
     # -- schema -------------------------------------------------------------------------------
@@ -130,12 +175,24 @@ class McpTool(Tool):
     async def execute(self, validated: BaseModel, ctx: ToolContext) -> ToolResult:
         args = self.dump(validated)
         self.server.before_call()
-        await ctx.ask(
-            self.name,
-            ["*"],
-            ["*"],
-            {"server": self.server.name, "tool": self.remote_name, "arguments": args},
-        )
+        patterns, always = ["*"], ["*"]
+        metadata: dict[str, Any] = {
+            "server": self.server.name,
+            "tool": self.remote_name,
+            "arguments": args,
+        }
+        paths = path_arguments(ctx, args)
+        if paths:
+            await self._check_reads(ctx, paths)
+            if self.writes:
+                from hookcode.writes import edit_request
+
+                request = edit_request(ctx, [path for _, path in paths])
+                patterns = ["*", *request.patterns]
+                if request.protected:
+                    metadata["protected"] = request.protected
+                    always = list(request.patterns)  # the exact paths, never `*`
+        await ctx.ask(self.name, patterns, always, metadata)
         result = await self.server.call(self.remote_name, args)
         flat = flatten(result)
         if getattr(result, "is_error", False):
@@ -144,6 +201,71 @@ class McpTool(Tool):
         if config.max_lines or config.max_bytes:
             _truncate(flat, self, ctx, config.max_lines, config.max_bytes)
         return flat
+
+    async def _check_reads(self, ctx: ToolContext, paths: list[tuple[str, Path]]) -> None:
+        """The read rules on every path argument: a deny refuses the call naming the path;
+        paths whose reading asks are asked for (``read``, as the read tool asks)."""
+        import os
+
+        from hookcode.errors import PermissionDenied
+
+        rules = ctx.read_rules()
+        asked: list[str] = []
+        for name, path in paths:
+            action = rules(path)
+            if action == "deny":
+                raise PermissionDenied(
+                    f"The read rules deny {path} (argument {name!r} of {self.name}): "
+                    "the call was not made."
+                )
+            if action == "ask":
+                for form in (str(path), os.path.realpath(path)):
+                    if form not in asked:
+                        asked.append(form)
+        if asked:
+            await ctx.ask(
+                "read",
+                asked,
+                ["*"],
+                {"filepath": asked[0], "tool": self.name, "server": self.server.name},
+            )
+
+
+def writes(name: str, annotations: Any = None) -> bool:
+    """Whether a tool writes the paths it is given: not marked read-only (``readOnlyHint``),
+    and its name has a word of :data:`WRITE_WORDS` or its annotations say it is not
+    read-only."""
+    read_only = getattr(annotations, "read_only_hint", None) if annotations is not None else None
+    if read_only is True:
+        return False
+    if read_only is False:
+        return True
+    return any(word.lower() in WRITE_WORDS for word in _WORDS.findall(name))
+
+
+def path_arguments(ctx: ToolContext, args: dict[str, Any]) -> list[tuple[str, Path]]:
+    """``(argument name, absolute path)`` for every top-level argument that names a path
+    (its name's last word is in :data:`PATH_WORDS`; a string, a ``file://`` URI or a list
+    of them), resolved against the working directory."""
+    found: list[tuple[str, Path]] = []
+    for name, value in args.items():
+        words = _WORDS.findall(name)
+        if not words or words[-1].lower() not in PATH_WORDS:
+            continue
+        values = value if isinstance(value, list) else [value]
+        for item in values:
+            if not isinstance(item, str) or not item:
+                continue
+            if "\0" in item:  # no file has that name: refuse rather than guess what is meant
+                from hookcode.errors import ToolError
+
+                raise ToolError(f"argument {name!r} holds a NUL character: not a path")
+            if item.startswith("file://"):
+                from urllib.parse import unquote, urlsplit
+
+                item = unquote(urlsplit(item).path)
+            found.append((name, ctx.resolve(item)))
+    return found
 
 
 def _describe(error: Any) -> str:

@@ -144,17 +144,15 @@ def read_patterns(ctx: ToolContext, reads: Iterable[str]) -> ReadWalk:
     directory (``grep -R`` follows it)."""
     found = ReadWalk()
     patterns: dict[str, None] = {}
-    check = None
-    restricted: bool | None = None
+    rules = None
     for entry in reads:
         if not entry.endswith("/**"):
             patterns.setdefault(entry, None)
             patterns.setdefault(os.path.realpath(entry), None)
             continue
-        if restricted is None:
-            restricted = _reads_restricted(ctx)
-        if restricted and check is None:
-            check = ctx.read_rules()
+        if rules is None:
+            rules = ctx.read_rules()
+        check = None if rules.allows_everything else rules
         directory = entry[:-3] or "/"
         count = 0
         for root, dirs, files in os.walk(directory):
@@ -180,13 +178,6 @@ def read_patterns(ctx: ToolContext, reads: Iterable[str]) -> ReadWalk:
             break
     found.patterns = list(patterns)
     return found
-
-
-def _reads_restricted(ctx: ToolContext) -> bool:
-    from hookcode.permission import wildcard_match
-
-    rules = ctx.runtime.ruleset(ctx.agent, ctx.session_id, approvals=False).rules
-    return any(r.action != "allow" and wildcard_match(r.permission, "read") for r in rules)
 
 
 def protected_writes(ctx: ToolContext, writes: Iterable[str]) -> dict[str, str]:

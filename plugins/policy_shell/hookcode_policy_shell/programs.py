@@ -7,7 +7,7 @@ from __future__ import annotations
 import os
 import re
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from hookcode.configfiles import find_worktree
 
@@ -25,15 +25,13 @@ from hookcode_policy_shell.commands import (
     split_options,
 )
 from hookcode_policy_shell.paths import SPECIAL_FILES
+from hookcode_policy_shell.walker import Walker
 from hookcode_policy_shell.words import Word, assigned_value
-
-if TYPE_CHECKING:
-    from hookcode_policy_shell.analyze import Analysis
 
 __all__ = ["by_spec", "judge", "unknown_program"]
 
 
-def judge(a: Analysis, name: str, words: list[Word], depth: int) -> bool:
+def judge(a: Walker, name: str, words: list[Word], depth: int) -> bool:
     """Commands that run, assign or touch files in ways of their own. Returns whether
     the command (with these arguments) only reads."""
     args = words[1:]
@@ -48,7 +46,7 @@ def judge(a: Analysis, name: str, words: list[Word], depth: int) -> bool:
     return not any(v is None for v in values)
 
 
-def by_spec(a: Analysis, name: str, spec: Spec, args: list[Word]) -> bool:
+def by_spec(a: Walker, name: str, spec: Spec, args: list[Word]) -> bool:
     args = _with_option_matches(a, args)
     options, positional = split_options([w.value for w in args], spec)
     names = {option for option, _ in options}
@@ -100,7 +98,7 @@ def by_spec(a: Analysis, name: str, spec: Spec, args: list[Word]) -> bool:
     return safe and all(w.harmless for w in args)
 
 
-def _with_option_matches(a: Analysis, args: list[Word]) -> list[Word]:
+def _with_option_matches(a: Walker, args: list[Word]) -> list[Word]:
     """``args`` with each glob that matches a file named like an option (``sort *`` next to a
     file called ``--output=hookcode.toml``) replaced by its matches, as the command will see
     them: such a match is an option to it, not a path."""
@@ -117,7 +115,7 @@ def _with_option_matches(a: Analysis, args: list[Word]) -> list[Word]:
     return out
 
 
-def unknown_program(a: Analysis, args: list[Word]) -> None:
+def unknown_program(a: Walker, args: list[Word]) -> None:
     """A program the analysis knows nothing about: an argument that names an existing
     file is taken as read, one that names a place outside the project as such."""
     for w in [choice for word in args for choice in (word.choices or [word])]:
@@ -145,7 +143,7 @@ def unknown_program(a: Analysis, args: list[Word]) -> None:
 # ---------------------------------------------------------------------------------------------
 
 
-def _s_find(a: Analysis, name: str, args: list[Word], depth: int) -> bool:
+def _s_find(a: Walker, name: str, args: list[Word], depth: int) -> bool:
     safe = True
     i = 0
     # global options, then the starting points (until the first expression token)
@@ -213,7 +211,7 @@ def _s_find(a: Analysis, name: str, args: list[Word], depth: int) -> bool:
     return safe
 
 
-def _s_tar(a: Analysis, name: str, args: list[Word], depth: int) -> bool:
+def _s_tar(a: Walker, name: str, args: list[Word], depth: int) -> bool:
     values = [w.value for w in args]
     if any(v is None for v in values):
         a.opaque("an argument of tar is not static")
@@ -279,7 +277,7 @@ def _s_tar(a: Analysis, name: str, args: list[Word], depth: int) -> bool:
     return mode in ("t", "d")
 
 
-def _s_dd(a: Analysis, name: str, args: list[Word], depth: int) -> bool:
+def _s_dd(a: Walker, name: str, args: list[Word], depth: int) -> bool:
     for w in args:
         if w.value is None:
             a.opaque("an operand of dd is not static")
@@ -292,7 +290,7 @@ def _s_dd(a: Analysis, name: str, args: list[Word], depth: int) -> bool:
     return False
 
 
-def _s_git(a: Analysis, name: str, args: list[Word], depth: int) -> bool:
+def _s_git(a: Walker, name: str, args: list[Word], depth: int) -> bool:
     """git: options that run programs or point git at another repository are opaque; the
     sub-commands that run strings given to them have those strings judged; the forms that
     write git's configuration report it as written."""
@@ -428,7 +426,7 @@ _GIT_SHOWING = frozenset(
 )
 
 
-def _git_files(a: Analysis, sub: str, rest: list[Word]) -> None:
+def _git_files(a: Walker, sub: str, rest: list[Word]) -> None:
     """The files a git sub-command writes (``--output``) or shows from the work tree or the
     history (``diff --no-index A B``, ``show REV:PATH``, ``log -p -- PATH``): checked like any
     other path (read rules, protected files, outside the project)."""
@@ -461,7 +459,7 @@ def _joined(values: list[str | None]) -> str | None:
     return " ".join(static) if len(static) == len(values) else None
 
 
-def _repository_files(a: Analysis, workdir: str | None, name: str) -> list[str]:
+def _repository_files(a: Walker, workdir: str | None, name: str) -> list[str]:
     """``name`` in the repository that git would use from each directory the command may be
     in (``git -C DIR`` first goes to DIR)."""
     found: list[str] = []
@@ -638,7 +636,7 @@ def _git_writes_config(sub: str, values: list[str | None]) -> bool:
     return sub == "maintenance" and bool(positional) and positional[0] in ("start", "register")
 
 
-def _s_sed(a: Analysis, name: str, args: list[Word], depth: int) -> bool:
+def _s_sed(a: Walker, name: str, args: list[Word], depth: int) -> bool:
     """sed: the files given are read (and written with ``-i``); the script's own ``w``/``W``
     writes and ``r``/``R`` reads are paths like any other; ``e`` runs commands (opaque)."""
     from hookcode_policy_shell.sed import read_script
@@ -714,7 +712,7 @@ def _s_sed(a: Analysis, name: str, args: list[Word], depth: int) -> bool:
     return safe and all(w.harmless for w in args)
 
 
-def _script_file(a: Analysis, path: str | None) -> str | None:
+def _script_file(a: Walker, path: str | None) -> str | None:
     """The text of a ``sed -f`` script (checked as a file read), or None when it cannot be
     read now."""
     if path is None:
@@ -730,7 +728,7 @@ def _script_file(a: Analysis, path: str | None) -> str | None:
         return None
 
 
-def _s_go(a: Analysis, name: str, args: list[Word], depth: int) -> bool:
+def _s_go(a: Walker, name: str, args: list[Word], depth: int) -> bool:
     values = [w.value for w in args]
     if not values or any(v is None for v in values):
         return not values
@@ -741,7 +739,7 @@ def _s_go(a: Analysis, name: str, args: list[Word], depth: int) -> bool:
     return not any((v or "").split("=", 1)[0] in GO_UNSAFE_OPTIONS for v in values[1:])
 
 
-def _s_assigning(a: Analysis, name: str, args: list[Word], depth: int) -> bool:
+def _s_assigning(a: Walker, name: str, args: list[Word], depth: int) -> bool:
     """Builtins that assign the variables they name (read, mapfile, printf -v, getopts,
     wait -p): a sensitive or unknown name makes the command opaque."""
     values = [w.value for w in args]
@@ -808,27 +806,27 @@ _TAKES_ARGUMENT = {
 
 
 def _s_opaque(reason: str) -> Any:
-    def handler(a: Analysis, name: str, args: list[Word], depth: int) -> bool:
+    def handler(a: Walker, name: str, args: list[Word], depth: int) -> bool:
         a.opaque(reason.format(name=name))
         return False
 
     return handler
 
 
-def _s_enable(a: Analysis, name: str, args: list[Word], depth: int) -> bool:
+def _s_enable(a: Walker, name: str, args: list[Word], depth: int) -> bool:
     if args:
         a.opaque("enable loads or switches builtins, which changes what runs")
     return not args
 
 
-def _s_hash(a: Analysis, name: str, args: list[Word], depth: int) -> bool:
+def _s_hash(a: Walker, name: str, args: list[Word], depth: int) -> bool:
     if any((w.value or "-p").startswith("-p") for w in args) or any(w.value is None for w in args):
         a.opaque("hash -p decides which program a name runs")
         return False
     return True
 
 
-def _s_set(a: Analysis, name: str, args: list[Word], depth: int) -> bool:
+def _s_set(a: Walker, name: str, args: list[Word], depth: int) -> bool:
     safe_letters = set("euxvfCETbmhnp")
     safe_o = {
         "errexit",
@@ -868,20 +866,20 @@ def _s_set(a: Analysis, name: str, args: list[Word], depth: int) -> bool:
     return True
 
 
-def _s_shopt(a: Analysis, name: str, args: list[Word], depth: int) -> bool:
+def _s_shopt(a: Walker, name: str, args: list[Word], depth: int) -> bool:
     if any(w.value is None or w.value.startswith(("-s", "-u", "-o")) for w in args):
         a.opaque("shopt changes how the shell reads and expands commands")
         return False
     return True
 
 
-def _s_let(a: Analysis, name: str, args: list[Word], depth: int) -> bool:
+def _s_let(a: Walker, name: str, args: list[Word], depth: int) -> bool:
     for w in args:
         a.arithmetic_text(w.value if w.value is not None else "$", "let")
     return True
 
 
-def _s_test(a: Analysis, name: str, args: list[Word], depth: int) -> bool:
+def _s_test(a: Walker, name: str, args: list[Word], depth: int) -> bool:
     values = [w.value for w in args]
     for k, v in enumerate(values):
         if v in ("-v", "-R"):
@@ -891,7 +889,7 @@ def _s_test(a: Analysis, name: str, args: list[Word], depth: int) -> bool:
     return by_spec(a, name, SPECS[name], args)
 
 
-def _s_trap(a: Analysis, name: str, args: list[Word], depth: int) -> bool:
+def _s_trap(a: Walker, name: str, args: list[Word], depth: int) -> bool:
     if args:
         action = args[0]
         if action.value is None:
@@ -901,7 +899,7 @@ def _s_trap(a: Analysis, name: str, args: list[Word], depth: int) -> bool:
     return False
 
 
-def _s_alias(a: Analysis, name: str, args: list[Word], depth: int) -> bool:
+def _s_alias(a: Walker, name: str, args: list[Word], depth: int) -> bool:
     for w in args:
         if w.value is not None and "=" in w.value:
             a.opaque("defines an alias")
@@ -911,13 +909,13 @@ def _s_alias(a: Analysis, name: str, args: list[Word], depth: int) -> bool:
     return not args
 
 
-def _s_source(a: Analysis, name: str, args: list[Word], depth: int) -> bool:
+def _s_source(a: Walker, name: str, args: list[Word], depth: int) -> bool:
     if args:
         a.path_argument(args[0], READ)
     return False
 
 
-def _s_complete(a: Analysis, name: str, args: list[Word], depth: int) -> bool:
+def _s_complete(a: Walker, name: str, args: list[Word], depth: int) -> bool:
     for w in args:
         if w.value is None or w.value.startswith(("-C", "-F")):
             a.opaque(f"{name} -C/-F runs a command or a function")
@@ -925,7 +923,7 @@ def _s_complete(a: Analysis, name: str, args: list[Word], depth: int) -> bool:
     return True
 
 
-def _s_cd(a: Analysis, name: str, args: list[Word], depth: int) -> bool:
+def _s_cd(a: Walker, name: str, args: list[Word], depth: int) -> bool:
     return True
 
 

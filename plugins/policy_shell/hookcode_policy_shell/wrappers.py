@@ -6,9 +6,10 @@ command itself), or :data:`DONE` when it handled everything."""
 from __future__ import annotations
 
 import re
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from hookcode_policy_shell.commands import READ, WRITE
+from hookcode_policy_shell.walker import Walker
 from hookcode_policy_shell.words import (
     Word,
     double_quoted_problem,
@@ -18,9 +19,6 @@ from hookcode_policy_shell.words import (
     unescape_word,
     unquoted_problem,
 )
-
-if TYPE_CHECKING:
-    from hookcode_policy_shell.analyze import Analysis
 
 __all__ = ["DONE", "WRAPPERS"]
 
@@ -50,7 +48,7 @@ DONE: Any = object()
 
 
 def _options(
-    a: Analysis,
+    a: Walker,
     words: list[Word],
     name: str,
     *,
@@ -114,7 +112,7 @@ def _options(
     return i, seen
 
 
-def _w_sudo(a: Analysis, words: list[Word], depth: int) -> Any:
+def _w_sudo(a: Walker, words: list[Word], depth: int) -> Any:
     got = _options(
         a,
         words,
@@ -177,7 +175,7 @@ def _w_sudo(a: Analysis, words: list[Word], depth: int) -> Any:
     return (i, {"outer"})
 
 
-def _w_doas(a: Analysis, words: list[Word], depth: int) -> Any:
+def _w_doas(a: Walker, words: list[Word], depth: int) -> Any:
     got = _options(a, words, "doas", flags="ns", with_arg="uC")
     if got is None:
         return None
@@ -188,7 +186,7 @@ def _w_doas(a: Analysis, words: list[Word], depth: int) -> Any:
     return (i, {"outer"})
 
 
-def _as_shell_string(a: Analysis, words: list[Word], start: int, depth: int) -> Any:
+def _as_shell_string(a: Walker, words: list[Word], start: int, depth: int) -> Any:
     """The rest of the words joined and run by a shell (``sudo -s``, ``watch``)."""
     rest = words[start:]
     if any(w.value is None for w in rest):
@@ -199,7 +197,7 @@ def _as_shell_string(a: Analysis, words: list[Word], start: int, depth: int) -> 
     return DONE
 
 
-def _w_env(a: Analysis, words: list[Word], depth: int) -> Any:
+def _w_env(a: Walker, words: list[Word], depth: int) -> Any:
     i = 1
     flags: set[str] = set()
     while i < len(words):
@@ -257,7 +255,7 @@ def _w_plain(
     long_flags: frozenset[str] = frozenset(),
     long_with_arg: frozenset[str] = frozenset(),
 ) -> Any:
-    def handler(a: Analysis, words: list[Word], depth: int) -> Any:
+    def handler(a: Walker, words: list[Word], depth: int) -> Any:
         got = _options(
             a,
             words,
@@ -272,7 +270,7 @@ def _w_plain(
     return handler
 
 
-def _w_timeout(a: Analysis, words: list[Word], depth: int) -> Any:
+def _w_timeout(a: Walker, words: list[Word], depth: int) -> Any:
     got = _options(
         a,
         words,
@@ -287,7 +285,7 @@ def _w_timeout(a: Analysis, words: list[Word], depth: int) -> Any:
     return (got[0] + 1, set())  # the duration
 
 
-def _w_time(a: Analysis, words: list[Word], depth: int) -> Any:
+def _w_time(a: Walker, words: list[Word], depth: int) -> Any:
     got = _options(
         a,
         words,
@@ -306,7 +304,7 @@ def _w_time(a: Analysis, words: list[Word], depth: int) -> Any:
     return (i, set())
 
 
-def _w_command(a: Analysis, words: list[Word], depth: int) -> Any:
+def _w_command(a: Walker, words: list[Word], depth: int) -> Any:
     got = _options(a, words, "command", flags="pvV")
     if got is None:
         return None
@@ -316,14 +314,14 @@ def _w_command(a: Analysis, words: list[Word], depth: int) -> Any:
     return (i, set())
 
 
-def _w_exec(a: Analysis, words: list[Word], depth: int) -> Any:
+def _w_exec(a: Walker, words: list[Word], depth: int) -> Any:
     got = _options(a, words, "exec", flags="cl", with_arg="a")
     if got is None:
         return None
     return (got[0], set())
 
 
-def _w_xargs(a: Analysis, words: list[Word], depth: int) -> Any:
+def _w_xargs(a: Walker, words: list[Word], depth: int) -> Any:
     got = _options(
         a,
         words,
@@ -428,7 +426,7 @@ def _shell_options(words: list[Word], name: str) -> tuple[int, bool, bool, str |
     return i, has_c, has_s, problem
 
 
-def _w_shell(a: Analysis, words: list[Word], depth: int) -> Any:
+def _w_shell(a: Walker, words: list[Word], depth: int) -> Any:
     """``bash -c STRING``: the string is parsed; a script file is the command itself;
     commands read from a here-document or here-string are parsed; anything else is opaque.
     A shell with a grammar of its own, or an option that reads start-up files or changes
@@ -460,7 +458,7 @@ def _w_shell(a: Analysis, words: list[Word], depth: int) -> Any:
     return DONE
 
 
-def _stdin_bodies(a: Analysis, words: list[Word]) -> list[str] | None:
+def _stdin_bodies(a: Walker, words: list[Word]) -> list[str] | None:
     node = words[0].node
     command = node.parent if node is not None else None
     while command is not None and command.type != "command":
@@ -495,14 +493,14 @@ def _stdin_bodies(a: Analysis, words: list[Word]) -> list[str] | None:
     return bodies or None
 
 
-def _w_coproc(a: Analysis, words: list[Word], depth: int) -> Any:
+def _w_coproc(a: Walker, words: list[Word], depth: int) -> Any:
     """``coproc``: the parser does not read its forms the way bash does (a NAME, a compound
     command): opaque, and what follows is still judged as a command."""
     a.opaque("coproc runs a command the parser does not read the way bash does")
     return (1, set()) if len(words) > 1 else None
 
 
-def _w_eval(a: Analysis, words: list[Word], depth: int) -> Any:
+def _w_eval(a: Walker, words: list[Word], depth: int) -> Any:
     rest = words[1:]
     if not rest:
         return None
@@ -513,7 +511,7 @@ def _w_eval(a: Analysis, words: list[Word], depth: int) -> Any:
     return DONE
 
 
-def _w_watch(a: Analysis, words: list[Word], depth: int) -> Any:
+def _w_watch(a: Walker, words: list[Word], depth: int) -> Any:
     got = _options(
         a,
         words,

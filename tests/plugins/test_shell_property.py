@@ -203,6 +203,7 @@ def _covered(run: tuple[str, tuple[str, ...]], seen: list[tuple[str, Any]]) -> b
 @settings(
     max_examples=int(os.environ.get("HOOKCODE_SHELL_EXAMPLES", "300")),
     deadline=None,
+    database=None,  # nothing written into the checkout
     suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture],
 )
 @given(command=statement())
@@ -217,7 +218,9 @@ def test_commands_of_the_understood_subset_are_judged_and_complete(
         assert _covered(run, analysis.seen), (command, run, analysis.seen)
 
 
-@settings(max_examples=100, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(
+    max_examples=100, deadline=None, database=None, suppress_health_check=[HealthCheck.too_slow]
+)
 @given(command=statement())
 def test_rules_naming_the_commands_allow_them(command: str, tmp_path_factory: Any) -> None:
     from hookcode.permission import Rule, Ruleset

@@ -8,6 +8,9 @@
 2. Timeout precision: a process tree (children, ``&`` jobs, ``nohup``, ``setsid`` and a
    double-forked daemon) under ``timeout = 1000`` ms; the time from the deadline until no
    process of the tree is left (budget: within 1 s), one-shot and persistent mode.
+3. Per-call cost: ``true`` through ``invoke_tool`` in one runtime (median of many calls),
+   one-shot and persistent, beside ``subprocess.run(["bash", "-c", "true"])`` in the same
+   process (recorded; no budget of its own).
 
 Exit status 1 when a figure is over budget.
 """
@@ -25,13 +28,14 @@ import time
 import uuid
 from pathlib import Path
 
-from _common import Report, hookcode_exe, machine, mb, ms, run_process
+from _common import Report, hookcode_exe, machine, mb, median_seconds, ms, run_process
 
 GIGABYTE_COMMAND = "yes | head -c 1000000000"
 MEMORY_BUDGET = 100 * 1024 * 1024
 TIMEOUT_MS = 1000
 PRECISION_BUDGET = 1.0
 REPEAT = 5
+PER_CALL_REPEAT = 60
 
 TREE = """\
 export TREE_MARK={mark}
@@ -186,6 +190,44 @@ def precision(report: Report, root: Path, persistent: bool) -> None:
     report.row(f"call returned after the deadline ({mode}, median)", ms(statistics.median(returns)))
 
 
+def per_call(report: Report, root: Path, persistent: bool) -> None:
+    import subprocess
+
+    from hookcode.testing import HookcodeEnv, ReplyWith, invoke_tool
+
+    hc = HookcodeEnv(root / ("percall-persistent" if persistent else "percall-oneshot"))
+    hc.register(ReplyWith("once"), "reply_once")
+    if persistent:
+        hc.write_config({"tool": {"bash": {"persistent": True}}})
+    runtime = hc.runtime()
+    session = runtime.create_session(title="bench").id
+    args = {"command": "true", "description": "Does nothing"}
+
+    def call() -> None:
+        outcome = invoke_tool(runtime, "bash", args, session_id=session)
+        if outcome.error is not None:
+            raise SystemExit(f"unexpected outcome: {outcome.error_text}")
+
+    def anchor() -> None:
+        subprocess.run(["bash", "-c", "true"], check=True)
+
+    try:
+        tool = median_seconds(call, PER_CALL_REPEAT, warmup=3)
+        bare = median_seconds(anchor, PER_CALL_REPEAT, warmup=3)
+    finally:
+        from hookcode_tool_bash import close_shells
+
+        close_shells(runtime)
+        hc.close()
+    mode = "persistent" if persistent else "one-shot"
+    report.row(
+        f"one call of `true` ({mode}, median of {PER_CALL_REPEAT})",
+        ms(tool),
+        f"subprocess.run bash -c true: {ms(bare)}",
+        tool / bare,
+    )
+
+
 def main() -> int:
     if not sys.platform.startswith("linux"):
         print("bench_bash: Linux only (/proc)")
@@ -197,6 +239,8 @@ def main() -> int:
         memory(report, root)
         precision(report, root, persistent=False)
         precision(report, root, persistent=True)
+        per_call(report, root, persistent=False)
+        per_call(report, root, persistent=True)
     finally:
         shutil.rmtree(root, ignore_errors=True)
     report.note(

@@ -32,11 +32,14 @@ from __future__ import annotations
 import errno
 import os
 from pathlib import Path
-from typing import Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any
 
 from hookcode import ToolContext, ToolError, ToolResult, hookimpl
 from hookcode import tool as define_tool
 from hookcode.errors import ToolAborted
+
+if TYPE_CHECKING:
+    from hookcode.fileio import PendingWrites
 
 __all__ = ["apply_patch"]
 
@@ -146,7 +149,7 @@ async def apply_patch(
         if ctx.abort.aborted:
             raise ToolAborted()
         # no await from here on: the files are written all together or not at all
-        changed = _write(plan)
+        changed = _write(plan, ctx.runtime.pending_writes)
 
     for path, deleted in changed:
         ctx.publish("file.edited", file=str(path), deleted=deleted)
@@ -317,7 +320,7 @@ def _plan(ctx: ToolContext, hunks: list[Any]) -> _Plan:
 # ---------------------------------------------------------------------------------------------
 
 
-def _write(plan: _Plan) -> list[tuple[Path, bool]]:
+def _write(plan: _Plan, pending: PendingWrites) -> list[tuple[Path, bool]]:
     """Write every new text, then remove deleted files; returns (path, deleted) per change."""
     from hookcode.fileio import atomic_write, write_text
 
@@ -331,9 +334,9 @@ def _write(plan: _Plan) -> list[tuple[Path, bool]]:
             # an existing file (or a moved one): its encoding, BOM and mode; the text already
             # has the line endings it must have (mixed ones included)
             target = Path(os.path.realpath(path)) if os.path.lexists(path) else path
-            atomic_write(target, file.encode(file.text), mode=file.mode)
+            atomic_write(target, file.encode(file.text), mode=file.mode, pending=pending)
         else:
-            write_text(path, file.text)
+            write_text(path, file.text, pending=pending)
         changed.append((path, False))
     for path in removals:
         if os.path.lexists(path):

@@ -27,7 +27,7 @@ from typing import TYPE_CHECKING, Annotated, Any
 from hookcode import ToolContext, ToolError, ToolResult, hookimpl, tool
 
 if TYPE_CHECKING:
-    from hookcode.fileio import TextFile
+    from hookcode.fileio import PendingWrites, TextFile
 
 __all__ = [
     "OUTPUT",
@@ -189,7 +189,7 @@ async def commit(
     before_text = before.text if before is not None else ""
     patch = trim_diff(diff(str(path), before_text, after))
     await ctx.ask("edit", [relative(ctx, path)], ["*"], {"filepath": str(path), "diff": patch})
-    await asyncio.to_thread(_write, path, before, after)
+    await asyncio.to_thread(_write, path, before, after, ctx.runtime.pending_writes)
     ctx.publish("file.edited", file=str(path))
     ctx.files.record(path)
     additions, deletions = diff_stats(before_text, after)
@@ -206,15 +206,15 @@ async def commit(
     }
 
 
-def _write(path: Path, before: TextFile | None, after: str) -> None:
+def _write(path: Path, before: TextFile | None, after: str, pending: PendingWrites) -> None:
     from hookcode.fileio import atomic_write, write_text
 
     if before is None:
-        write_text(path, after)
+        write_text(path, after, pending=pending)
     else:
         # ``after`` already has the file's line endings; written as is, so lines the edit did
         # not touch keep theirs even in a file with mixed endings
-        atomic_write(path, before.encode(after), mode=before.mode)
+        atomic_write(path, before.encode(after), mode=before.mode, pending=pending)
 
 
 def trim_diff(patch: str) -> str:

@@ -23,7 +23,7 @@ from typing import TYPE_CHECKING, Annotated, Any
 from hookcode import ToolContext, ToolError, ToolResult, hookimpl, tool
 
 if TYPE_CHECKING:
-    from hookcode.fileio import TextFile
+    from hookcode.fileio import PendingWrites, TextFile
 
 __all__ = ["write"]
 
@@ -78,7 +78,7 @@ async def write(
         before = existing.text if existing is not None else ""
         patch = _trim_diff(diff(str(path), before, content))
         await ctx.ask("edit", [title], ["*"], {"filepath": str(path), "diff": patch})
-        await asyncio.to_thread(_write, path, content, existing)
+        await asyncio.to_thread(_write, path, content, existing, ctx.runtime.pending_writes)
         ctx.publish("file.edited", file=str(path))
         ctx.files.record(path)
     return ToolResult(
@@ -93,10 +93,10 @@ def tool() -> list[Any]:
     return [write]
 
 
-def _write(path: Path, content: str, existing: TextFile | None) -> None:
+def _write(path: Path, content: str, existing: TextFile | None, pending: PendingWrites) -> None:
     from hookcode.fileio import write_text
 
-    write_text(path, content, like=existing)
+    write_text(path, content, like=existing, pending=pending)
 
 
 def _trim_diff(patch: str) -> str:

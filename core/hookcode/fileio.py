@@ -23,7 +23,6 @@ import difflib
 import errno
 import os
 import secrets
-import tempfile
 import threading
 from collections.abc import AsyncIterator, Iterable, Iterator
 from dataclasses import dataclass
@@ -150,8 +149,18 @@ def atomic_write(
     if unnamed is not None:
         _write_unnamed(*unnamed, target.name, data, mode)
         return
-    fd, temp = tempfile.mkstemp(dir=target.parent, prefix=f".{target.name}.", suffix=".tmp")
-    record = pending.record(temp) if pending is not None else None
+    # the record comes first: a kill right after the file is created must find it recorded
+    while True:
+        temp = str(target.parent / f".{target.name}.{secrets.token_hex(6)}.tmp")
+        record = pending.record(temp) if pending is not None else None
+        try:
+            fd = os.open(temp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC, 0o600)
+            break
+        except BaseException as exc:
+            if record is not None and pending is not None:
+                pending.done(record)
+            if not isinstance(exc, FileExistsError):
+                raise
     try:
         with os.fdopen(fd, "wb") as handle:
             handle.write(data)

@@ -383,17 +383,17 @@ def sweep(directory: str | os.PathLike[str]) -> int:
     if not dead:
         return 0
     table = proc_table()
-    me = os.getpid()
+    spared = _ancestry(table, os.getpid())  # never ourselves, nor what runs us
     targets: dict[int, int] = {}
     for _path, record in dead:
         for pid, start in _leftovers(table, record).items():
-            if pid != me and pid != 1:
+            if pid not in spared:
                 targets[pid] = start
 
     def collect() -> set[int]:
         now = proc_table()
         alive = [pid for pid, start in targets.items() if pid in now and now[pid][2] == start]
-        return _below(now, alive) - {me}
+        return _below(now, alive) - spared
 
     terminate(collect)
     for path, _record in dead:
@@ -402,21 +402,37 @@ def sweep(directory: str | os.PathLike[str]) -> int:
 
 
 def _leftovers(table: dict[int, Stat], record: dict[str, list[str]]) -> dict[int, int]:
-    """pid -> start time of the live processes a dead keeper's journal accounts for."""
+    """pid -> start time of the live processes a dead keeper's journal accounts for:
+
+    * its processes whose pid and start time match (a reused pid never does);
+    * every member of the session of one of those: a session id is not reused while a member
+      lives, and every session of the command's processes was created by one of them;
+    * processes carrying its token, started since its shell (a token is never reused; their
+      sessions are not taken, though: a server asked to start one keeps its own session);
+    * all their descendants."""
     shell = _pair(record["shell"])
     token = record["token"][0]
     since = shell[1] if shell is not None else 0
-    seeds: set[int] = set()
+    verified: set[int] = set()
     for value in [*record["proc"], " ".join(record["shell"])]:
         pair = _pair(value)
         if pair is not None and pair[0] in table and table[pair[0]][2] == pair[1]:
-            seeds.add(pair[0])
+            verified.add(pair[0])
+    sessions = {table[pid][4] for pid in verified} - {0}
+    seeds = verified | {pid for pid, info in table.items() if info[4] in sessions}
     for pid, info in table.items():
         if info[2] >= since and info[1] not in ("Z", "X") and carries(pid, token, family=True):
             seeds.add(pid)
-    sessions = {table[pid][4] for pid in seeds} - {0}
-    seeds |= {pid for pid, info in table.items() if info[4] in sessions}
     return {pid: table[pid][2] for pid in _below(table, seeds)}
+
+
+def _ancestry(table: dict[int, Stat], pid: int) -> set[int]:
+    """``pid``, its ancestors, and pids 0 and 1."""
+    found = {0, 1}
+    while pid not in found:
+        found.add(pid)
+        pid = table[pid][0] if pid in table else 0
+    return found
 
 
 def _unlink(path: str) -> None:

@@ -144,7 +144,7 @@ class Child:
                 return ready()
             poll = select.poll()
             poll.register(self.status, select.POLLIN)
-            poll.poll(left * 1000)
+            poll.poll(min(left, 3600) * 1000)
 
     def _started(self) -> None:
         if not self.wait_for(lambda: bool(self.pid) or self._failure is not None, START_WAIT):
@@ -173,6 +173,69 @@ class Child:
         """Kill the whole tree and wait (up to ``timeout``) until it is gone."""
         if self._send(guardian.KILL):
             self.wait_for(lambda: self.gone or self.closed, timeout)
+
+    def terminate(self) -> None:
+        """Ask for the whole tree to be killed and return at once (any thread may call it;
+        whoever reads this child sees its pipes close)."""
+        self._send(guardian.KILL)
+
+    def communicate(self, data: bytes = b"", timeout: float | None = None) -> tuple[bytes, bytes]:
+        """Like ``Popen.communicate``: write ``data`` to stdin and close it, read stdout (and
+        stderr, when apart) to their end, wait for the exit status (:attr:`returncode`).
+        Raises TimeoutError after ``timeout`` seconds; the tree still runs then (:meth:`kill`)."""
+        import selectors
+
+        end = None if timeout is None else time.monotonic() + timeout
+        chunks: dict[int, list[bytes]] = {}
+        view = memoryview(data)
+        sel = selectors.DefaultSelector()
+        try:
+            if self.stdin is not None:
+                if view:
+                    os.set_blocking(self.stdin, False)
+                    sel.register(self.stdin, selectors.EVENT_WRITE)
+                else:
+                    self._close_stdin()
+            for fd in (self.stdout, self.stderr):
+                if fd is not None:
+                    chunks[fd] = []
+                    sel.register(fd, selectors.EVENT_READ)
+            while sel.get_map():
+                left = None if end is None else end - time.monotonic()
+                if left is not None and left <= 0:
+                    raise TimeoutError
+                for key, _mask in sel.select(None if left is None else min(left, 3600)):
+                    fd = key.fd
+                    if fd == self.stdin:
+                        try:
+                            view = view[os.write(fd, view[:65536]) :]
+                        except BrokenPipeError:  # it does not read its input: fine
+                            view = view[:0]
+                        except BlockingIOError:
+                            continue
+                        if not view:
+                            sel.unregister(fd)
+                            self._close_stdin()
+                        continue
+                    chunk = os.read(fd, 65536)
+                    if chunk:
+                        chunks[fd].append(chunk)
+                    else:
+                        sel.unregister(fd)
+        finally:
+            sel.close()
+        left = float("inf") if end is None else end - time.monotonic()
+        if not self.wait_for(lambda: self.returncode is not None, max(left, 0.0)):
+            raise TimeoutError
+        out = b"".join(chunks.get(self.stdout, [])) if self.stdout is not None else b""
+        err = b"".join(chunks.get(self.stderr, [])) if self.stderr is not None else b""
+        return out, err
+
+    def _close_stdin(self) -> None:
+        if self.stdin is not None:
+            with contextlib.suppress(OSError):
+                os.close(self.stdin)
+            self.stdin = None
 
     def kill_command(self, token: str, begin: int, grace: float) -> None:
         """Kill what one command of a persistent shell started (see the keeper's

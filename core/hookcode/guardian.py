@@ -212,6 +212,29 @@ def _signal_groups(groups: Iterable[int], sig: int) -> None:
             os.killpg(group, sig)
 
 
+def _state(pid: int) -> str | None:
+    info = proc_stat(pid)
+    return None if info is None else info[1]
+
+
+def freeze(collect: Callable[[], set[int]], limit: float = 0.5) -> set[int]:
+    """SIGSTOP what ``collect()`` returns, and what it forked before it stopped, until every
+    process of the set is stopped (or ``limit`` seconds passed); returns the set. A frozen tree
+    cannot react to a kill in progress: a shell whose child dies first cannot run its next
+    command before its own signal arrives."""
+    frozen: set[int] = set()
+    end = time.monotonic() + limit
+    while True:
+        live = collect()
+        new = live - frozen
+        _signal(new, signal.SIGSTOP)
+        frozen |= new
+        running = [pid for pid in live if _state(pid) not in ("T", "t", "Z", "X", None)]
+        if (not new and not running) or time.monotonic() >= end:
+            return frozen | live
+        time.sleep(0.001)
+
+
 def terminate(
     collect: Callable[[], set[int]],
     *,
@@ -219,29 +242,33 @@ def terminate(
     groups: Iterable[int] = (),
     reap: Callable[[], object] | None = None,
 ) -> bool:
-    """SIGTERM what ``collect()`` returns (and the process ``groups``), wait up to ``grace``
-    seconds for it to go (collecting again, so processes forked meanwhile get it too), then
-    SIGKILL until nothing is left. ``reap`` waits for our own dead children. True when nothing
-    is left."""
+    """Kill what ``collect()`` returns (and the process ``groups``): freeze it (:func:`freeze`),
+    SIGTERM it, let it go on; wait up to ``grace`` seconds for it to go (collecting again, so
+    processes forked meanwhile get it too); then freeze and SIGKILL until nothing is left.
+    ``reap`` waits for our own dead children. True when nothing is left."""
     groups = list(groups)
-    sent: set[int] = set()
     deadline = time.monotonic() + grace
-    first = True
+    if reap is not None:
+        reap()
+    sent = freeze(collect) if HAVE_PROC else collect()
+    _signal_groups(groups, signal.SIGTERM)
+    _signal(sent, signal.SIGTERM)
+    _signal(sent, signal.SIGCONT)
     while True:
         if reap is not None:
             reap()
         live = collect()
-        if first:
-            _signal_groups(groups, signal.SIGTERM)
-            first = False
         if not live:
             return True
         if time.monotonic() >= deadline:
             break
-        _signal(live - sent, signal.SIGTERM)
-        sent |= live
+        new = live - sent
+        _signal(new, signal.SIGTERM)
+        sent |= new
         time.sleep(0.01)
     for _ in range(200):
+        if HAVE_PROC:
+            live = freeze(collect, limit=0.1)
         _signal_groups(groups, signal.SIGKILL)
         _signal(live, signal.SIGKILL)
         time.sleep(0.005)

@@ -492,7 +492,7 @@ def test_sweep_matches_start_times_tokens_and_sessions(tmp_path):
     """Killed: a listed process (pid and start time match) and every member of its session;
     a process carrying the token, but not its session. Spared: a listed pid whose start time
     differs (reused), a bystander."""
-    from hookcode.guardian import TOKEN_VAR, sweep
+    from hookcode.guardian import TOKEN_VAR, carries, sweep
 
     journal = tmp_path / "processes"
     reused = sleeper(start_new_session=True)
@@ -502,6 +502,10 @@ def test_sweep_matches_start_times_tokens_and_sessions(tmp_path):
     procs = [reused, bystander, leader, tagged]
     extra = {"member": (member, started(member)), "sibling": (sibling, started(sibling))}
     try:
+        end = time.monotonic() + 5
+        while not carries(tagged.pid, "tok123.4"):  # once it has exec'd `env ... sleep`
+            assert time.monotonic() < end
+            time.sleep(0.01)
         start = {p.pid: started(p.pid) for p in procs}
         write_journal(
             journal,

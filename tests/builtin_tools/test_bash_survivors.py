@@ -182,8 +182,11 @@ def test_nothing_survives_hookcode_killed_by_any_signal(hookcode_env, tmp_path, 
     try:
         found = recorded(pids)
         proc.send_signal(sig)
-        proc.wait(30)
+        _out, err = proc.communicate(timeout=30)
         assert left_alive(found) == []
+        if sig != signal.SIGKILL:  # handled: the call is aborted and says so
+            assert proc.returncode == 1
+            assert err.decode() == "hookcode: bash: Tool execution aborted\n"
     finally:
         proc.kill()
         proc.communicate()

@@ -307,7 +307,7 @@ class Journal:
         directory: str,
         token: str,
         session: str,
-        keeper: tuple[int, int],
+        keeper: int,
         machine: tuple[str, str],
     ) -> None:
         self.path = os.path.join(directory, token + JOURNAL_SUFFIX)
@@ -318,14 +318,18 @@ class Journal:
             f"host {machine[1]}",
             f"session {session}",
             f"token {token}",
-            f"keeper {keeper[0]} {keeper[1]}",
         ]
+        self.keeper = keeper
         self.written: frozenset[tuple[int, int]] | None = None
+        self.touched = False
 
     def write(self, shell: tuple[int, int], procs: Iterable[tuple[int, int]]) -> None:
         procs = frozenset(procs)
         if procs == self.written:
             return
+        if not self.touched:
+            self.touched = True
+            self.head.append(f"keeper {self.keeper} {start_time(self.keeper) or 0}")
         lines = [*self.head, f"shell {shell[0]} {shell[1]}"]
         lines += [f"proc {pid} {start}" for pid, start in sorted(procs)]
         try:
@@ -340,8 +344,9 @@ class Journal:
             pass
 
     def remove(self) -> None:
-        for path in (self.path, self.temp):
-            _unlink(path)
+        if self.touched:
+            for path in (self.path, self.temp):
+                _unlink(path)
 
 
 def _parse_journal(text: str) -> dict[str, list[str]] | None:
@@ -746,7 +751,7 @@ class _Keeper:
                 journal_dir,
                 str(self.request["token"]),
                 str(self.request.get("session") or ""),
-                (self.me, start_time(self.me) or 0),
+                self.me,
                 self.machine,
             )
         os.set_blocking(self.ctl, False)
@@ -948,6 +953,12 @@ def main(argv: list[str]) -> None:
             os.fstat(fd)
         except OSError:
             os.open(os.devnull, os.O_RDWR)
+    import gc
+
+    # every spawn forks this process: a collection in a fork would touch (and copy) every
+    # page of the heap. The guardian and its keepers make no reference cycles worth collecting.
+    gc.disable()
+    gc.freeze()
     _Guardian(int(argv[0]), int(argv[1])).run()
 
 

@@ -129,7 +129,11 @@ class Child:
             self.returncode = -signal.SIGKILL
 
     def poll(self) -> int | None:
+        """The exit code so far (None while it runs). Raises the OSError of a command that
+        could not start (exec or chdir failed)."""
         self.read_status()
+        if self._failure is not None:
+            raise self._failure
         return self.returncode
 
     def wait_for(self, ready: Callable[[], bool], timeout: float) -> bool:
@@ -146,14 +150,14 @@ class Child:
             poll.register(self.status, select.POLLIN)
             poll.poll(min(left, 3600) * 1000)
 
-    def _started(self) -> None:
-        if not self.wait_for(lambda: bool(self.pid) or self._failure is not None, START_WAIT):
-            self.kill()
-            self.close()
+    def started(self, timeout: float = START_WAIT) -> int:
+        """Wait until the command runs; its pid. Raises the OSError of a command that could
+        not start, or GuardianError when the guardian did not answer within ``timeout``."""
+        if not self.wait_for(lambda: bool(self.pid) or self._failure is not None, timeout):
             raise GuardianError("the process guardian did not start the command in time")
         if self._failure is not None:
-            self.close()
             raise self._failure
+        return self.pid
 
     # -- commands to the keeper ---------------------------------------------------------------
     def _send(self, line: bytes) -> bool:
@@ -353,8 +357,9 @@ class Processes:
         """Start ``argv`` in ``cwd`` with ``env`` (which should carry ``token`` as
         ``HOOKCODE_PROC_TOKEN``) in a new session below the guardian. ``stdin``: a pipe
         (``Child.stdin``), else /dev/null; ``separate_stderr``: stderr in its own pipe, else
-        merged into stdout. Raises OSError when the command cannot start (with the errno of
-        exec or chdir)."""
+        merged into stdout. Returns at once: :meth:`Child.started` waits for the command to
+        run, and it and :meth:`Child.poll` raise the OSError of exec or chdir when it could
+        not start."""
         import marshal
         import socket
 
@@ -408,9 +413,9 @@ class Processes:
             for fd in theirs:
                 with contextlib.suppress(OSError):
                     os.close(fd)
-        child = Child(ctl, status, stdout, stdin_fd, stderr_fd)
-        child._started()
-        return child
+        # not waiting for the command to start: its output, exit status or failure come
+        # through the pipes (Child.poll, Child.started)
+        return Child(ctl, status, stdout, stdin_fd, stderr_fd)
 
     def sweep(self) -> int:
         """Kill what runs that died with their guardian left behind; see

@@ -24,6 +24,7 @@ import errno
 import os
 import secrets
 import threading
+import time
 from collections.abc import AsyncIterator, Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -146,8 +147,7 @@ def atomic_write(
         except FileNotFoundError:
             mode = _default_mode()
     unnamed = _unnamed_file(target.parent)
-    if unnamed is not None:
-        _write_unnamed(*unnamed, target.name, data, mode)
+    if unnamed is not None and _write_unnamed(*unnamed, target.name, data, mode):
         return
     # the record comes first: a kill right after the file is created must find it recorded
     while True:
@@ -195,9 +195,11 @@ def _unnamed_file(directory: Path) -> tuple[int, int] | None:
         raise
 
 
-def _write_unnamed(dir_fd: int, fd: int, name: str, data: bytes, mode: int) -> None:
+def _write_unnamed(dir_fd: int, fd: int, name: str, data: bytes, mode: int) -> bool:
     """Write and fsync the unnamed file ``fd``, give it ``mode``, then a name beside ``name``
-    in ``dir_fd`` (a link cannot replace an existing file) and rename that over ``name``."""
+    in ``dir_fd`` (a link cannot replace an existing file) and rename that over ``name``.
+    False when the file cannot be given a name (``/proc`` hidden or locked down): the caller
+    writes a named file instead."""
     try:
         view = memoryview(data)
         while view:
@@ -213,12 +215,17 @@ def _write_unnamed(dir_fd: int, fd: int, name: str, data: bytes, mode: int) -> N
                 break
             except FileExistsError:
                 continue
+            except OSError as exc:
+                if exc.errno in (errno.ENOENT, errno.EACCES, errno.EPERM, errno.EXDEV):
+                    return False
+                raise
         try:
             os.replace(temp, name, src_dir_fd=dir_fd, dst_dir_fd=dir_fd)
         except BaseException:
             with contextlib.suppress(FileNotFoundError):
                 os.unlink(temp, dir_fd=dir_fd)
             raise
+        return True
     finally:
         os.close(fd)
         os.close(dir_fd)
@@ -260,6 +267,10 @@ class PendingWrites:
                 pid_line, start_line, temp = record.read_text().splitlines()[:3]
                 pid = int(pid_line)
             except (OSError, ValueError):
+                # cut short by a kill while it was written: nothing was created after it
+                with contextlib.suppress(OSError):
+                    if time.time() - record.stat().st_mtime > 60:
+                        record.unlink()
                 continue
             if _alive(pid, start_line):
                 continue

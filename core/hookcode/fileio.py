@@ -246,7 +246,12 @@ class PendingWrites:
         try:
             self.directory.mkdir(parents=True, exist_ok=True, mode=0o700)
             path = self.directory / f"{os.getpid()}-{secrets.token_hex(8)}"
-            path.write_text(f"{os.getpid()}\n{_start_time(os.getpid())}\n{os.path.abspath(temp)}\n")
+            text = f"{os.getpid()}\n{_start_time(os.getpid())}\n{os.path.abspath(temp)}\n"
+            fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC, 0o600)
+            try:
+                os.write(fd, text.encode("utf-8", "surrogateescape"))
+            finally:
+                os.close(fd)
             return path
         except OSError:
             return None
@@ -264,7 +269,9 @@ class PendingWrites:
         removed = []
         for record in records:
             try:
-                pid_line, start_line, temp = record.read_text().splitlines()[:3]
+                pid_line, start_line, temp = record.read_text(
+                    errors="surrogateescape"
+                ).splitlines()[:3]
                 pid = int(pid_line)
             except (OSError, ValueError):
                 # cut short by a kill while it was written: nothing was created after it

@@ -409,8 +409,9 @@ def sweep(directory: str | os.PathLike[str]) -> int:
         if record["boot"] != [boot] or keeper is None:
             _unlink(path)  # from before a reboot: nothing of it can be alive
             continue
-        if start_time(keeper[0]) == keeper[1]:
-            continue  # its keeper lives: a running hookcode owns it
+        info = proc_stat(keeper[0])
+        if info is not None and info[2] == keeper[1] and info[1] not in ("Z", "X"):
+            continue  # its keeper lives (a zombie does not): a running hookcode owns it
         dead.append((path, record))
     if not dead:
         return 0

@@ -28,6 +28,7 @@ pytestmark = pytest.mark.skipif(
 #: every way a command can try to outlive its call, each writing its pid to "$P/NAME"
 SURVIVORS = r"""
 P={pids}
+echo $$ > "$P/shell"
 sleep 997 & echo $! > "$P/background"
 nohup sleep 997 >/dev/null 2>&1 & echo $! > "$P/nohup"
 setsid sh -c 'echo $$ > "$0/setsid"; exec sleep 997' "$P" >/dev/null 2>&1 &
@@ -46,6 +47,7 @@ sleep {wait}
 """
 CLI = [sys.executable, "-m", "hookcode.cli"]
 NAMES = (
+    "shell",
     "background",
     "nohup",
     "setsid",
@@ -273,6 +275,8 @@ def test_a_timeout_kills_every_variant_before_the_call_returns(hookcode_env, tmp
         (outcome,) = outcomes
         assert outcome.error is None, outcome.error_text
         assert "exceeding timeout 3000 ms" in outcome.result.output
+        if persistent:  # "$$" is the persistent shell itself: it lives on, the command not
+            assert alive(*found.pop("shell"))
         # dead when the call returns, not some time later
         assert left_alive(found, within=0) == []
         if persistent:  # the shell itself lives on for the next call
@@ -441,7 +445,7 @@ def test_run_continue_kills_what_a_crash_of_everything_left(hookcode_env, tmp_pa
             text=True,
             timeout=60,
         )
-        assert left_alive(found) == []
+        assert left_alive(found) == [], done.stderr
         assert list(journal.glob("*.procs")) == []
         assert done.returncode in (0, 1), done.stderr
     finally:

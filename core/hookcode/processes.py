@@ -4,9 +4,9 @@ runtime closes (and when hookcode dies, by any signal).
 
 * :meth:`Processes.spawn` starts a command below the guardian and returns a :class:`Child`:
   its output pipe(s), its input pipe if asked for, and the keeper's status and command pipes.
-  Its process tree is killed by :meth:`Child.kill` (SIGTERM, 200 ms, SIGKILL), by the end of
-  the runtime, or by hookcode's death; what it leaves running in the background after the
-  command exits lives until one of those.
+  Its process tree is killed by :meth:`Child.kill` (frozen, SIGTERM, 200 ms, SIGKILL), by
+  the end of the runtime, or by hookcode's death; what it leaves running in the background
+  after the command exits lives until one of those.
 * :meth:`Processes.sweep` kills what runs that died with their guardian left behind (see
   :func:`hookcode.guardian.sweep`); the first spawn of a runtime does it, and so does
   resuming a session (``hookcode run -c``).

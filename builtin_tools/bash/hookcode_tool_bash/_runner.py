@@ -407,6 +407,11 @@ class PersistentShell:
         self.child = processes.spawn(
             [shell], cwd=cwd, env=env, token=token, stdin=True, session=session
         )
+        try:
+            self.child.started()
+        except OSError:
+            self.child.close()
+            raise
         self.tmpdir = tempfile.mkdtemp(prefix="hookcode-bash-")
         assert self.child.stdout is not None
         self.fd = self.child.stdout

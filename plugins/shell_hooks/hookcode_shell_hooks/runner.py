@@ -124,6 +124,11 @@ def _run(
         return HookRun(label, problem=f"could not start: {exc.strerror or exc}")
     started.append(child)
     try:
+        child.started()
+    except OSError as exc:
+        child.close()
+        return HookRun(label, problem=f"could not start: {exc.strerror or exc}")
+    try:
         out, err = child.communicate(data, timeout)
     except TimeoutError:
         child.kill()

@@ -4,7 +4,11 @@
   style, mode. Bytes that are not valid UTF-8 survive a round trip (``surrogateescape``).
 * :func:`write_text` / :func:`atomic_write` write through a temporary file in the target's
   directory and a rename, so a reader never sees half a file and a crash leaves the old one;
-  an existing file keeps its mode, encoding, BOM and line endings; parents are created.
+  an existing file keeps its mode, encoding, BOM and line endings; parents are created. On
+  Linux the temporary file has no name while it is written (``O_TMPFILE``): a process killed
+  meanwhile leaves nothing behind; it gets a name (linked through ``/proc/self/fd``) only for
+  the microseconds before the rename. Elsewhere it is a named file recorded in
+  :class:`PendingWrites`, which a later run removes if the writer was killed.
 * :class:`PathLocks` serialises writers of one path (async tools and sync tools alike); several
   paths are locked in sorted order, so multi-file writers cannot deadlock.
 * :func:`diff` and :func:`diff_stats` describe a change for permission asks and metadata.
@@ -16,15 +20,18 @@ from __future__ import annotations
 import codecs
 import contextlib
 import difflib
+import errno
 import os
-import tempfile
+import secrets
 import threading
+import time
 from collections.abc import AsyncIterator, Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
 __all__ = [
     "PathLocks",
+    "PendingWrites",
     "TextFile",
     "atomic_write",
     "diff",
@@ -117,9 +124,17 @@ def _default_mode() -> int:
     return 0o666 & ~umask
 
 
-def atomic_write(path: str | os.PathLike[str], data: bytes, *, mode: int | None = None) -> None:
-    """Write ``data`` to ``path`` through a temporary file and a rename. ``mode`` defaults to
-    the existing file's mode, else the umask's default. Parent directories are created."""
+def atomic_write(
+    path: str | os.PathLike[str],
+    data: bytes,
+    *,
+    mode: int | None = None,
+    pending: PendingWrites | None = None,
+) -> None:
+    """Write ``data`` to ``path`` through a temporary file (fsynced) and a rename. ``mode``
+    defaults to the existing file's mode, else the umask's default. Parent directories are
+    created. ``pending`` records the temporary file where it must have a name (no
+    ``O_TMPFILE``), so a later run removes what a killed writer left."""
     target = Path(path)
     target.parent.mkdir(parents=True, exist_ok=True)
     if mode is None:
@@ -127,7 +142,21 @@ def atomic_write(path: str | os.PathLike[str], data: bytes, *, mode: int | None 
             mode = target.stat().st_mode & 0o7777
         except FileNotFoundError:
             mode = _default_mode()
-    fd, temp = tempfile.mkstemp(dir=target.parent, prefix=f".{target.name}.", suffix=".tmp")
+    unnamed = _unnamed_file(target.parent)
+    if unnamed is not None and _write_unnamed(*unnamed, target.name, data, mode):
+        return
+    # the record comes first: a kill right after the file is created must find it recorded
+    while True:
+        temp = str(target.parent / f".{target.name}.{secrets.token_hex(6)}.tmp")
+        record = pending.record(temp) if pending is not None else None
+        try:
+            fd = os.open(temp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC, 0o600)
+            break
+        except BaseException as exc:
+            if record is not None and pending is not None:
+                pending.done(record)
+            if not isinstance(exc, FileExistsError):
+                raise
     try:
         with os.fdopen(fd, "wb") as handle:
             handle.write(data)
@@ -139,18 +168,165 @@ def atomic_write(path: str | os.PathLike[str], data: bytes, *, mode: int | None 
         with contextlib.suppress(FileNotFoundError):
             os.unlink(temp)
         raise
+    finally:
+        if record is not None and pending is not None:
+            pending.done(record)
 
 
-def write_text(path: str | os.PathLike[str], text: str, *, like: TextFile | None = None) -> bytes:
+def _unnamed_file(directory: Path) -> tuple[int, int] | None:
+    """(the directory, a file without a name in it): Linux ``O_TMPFILE``, mode 0600. None
+    where the platform or the file system has none (the caller falls back to a named file)."""
+    flag = getattr(os, "O_TMPFILE", None)
+    if flag is None or not os.path.isdir("/proc/self/fd"):
+        return None
+    # O_PATH: a directory we may write to but not list still takes the file
+    dir_fd = os.open(directory, os.O_PATH | os.O_DIRECTORY | os.O_CLOEXEC)
+    try:
+        return dir_fd, os.open(".", flag | os.O_WRONLY | os.O_CLOEXEC, 0o600, dir_fd=dir_fd)
+    except OSError as exc:
+        os.close(dir_fd)
+        # EISDIR: a kernel without O_TMPFILE; EOPNOTSUPP: a file system without it
+        if exc.errno in (errno.EOPNOTSUPP, errno.EISDIR, errno.EINVAL):
+            return None
+        raise
+
+
+def _write_unnamed(dir_fd: int, fd: int, name: str, data: bytes, mode: int) -> bool:
+    """Write and fsync the unnamed file ``fd``, give it ``mode``, then a name beside ``name``
+    in ``dir_fd`` (a link cannot replace an existing file) and rename that over ``name``.
+    False when the file cannot be given a name (``/proc`` hidden or locked down): the caller
+    writes a named file instead."""
+    try:
+        view = memoryview(data)
+        while view:
+            view = view[os.write(fd, view) :]
+        os.fsync(fd)
+        os.fchmod(fd, mode)
+        while True:
+            temp = f".{name}.{secrets.token_hex(6)}.tmp"
+            try:
+                # a dir fd makes os.link use linkat(AT_SYMLINK_FOLLOW): it links the file
+                # the /proc symlink stands for, not the symlink
+                os.link(f"/proc/self/fd/{fd}", temp, dst_dir_fd=dir_fd, follow_symlinks=True)
+                break
+            except FileExistsError:
+                continue
+            except OSError as exc:
+                if exc.errno in (errno.ENOENT, errno.EACCES, errno.EPERM, errno.EXDEV):
+                    return False
+                raise
+        try:
+            os.replace(temp, name, src_dir_fd=dir_fd, dst_dir_fd=dir_fd)
+        except BaseException:
+            with contextlib.suppress(FileNotFoundError):
+                os.unlink(temp, dir_fd=dir_fd)
+            raise
+        return True
+    finally:
+        os.close(fd)
+        os.close(dir_fd)
+
+
+class PendingWrites:
+    """Where :func:`atomic_write` records a named temporary file while it writes it (only
+    where ``O_TMPFILE`` is missing): one small file per write in ``directory`` (the data
+    directory's ``pending-writes``) naming the writer (pid and start time) and the temporary
+    file. :meth:`clean` removes the temporary files of writers that are gone."""
+
+    def __init__(self, directory: Path) -> None:
+        self.directory = directory
+
+    def record(self, temp: str) -> Path | None:
+        """Record ``temp``; returns the record (None if it could not be written: the write
+        goes on, only a kill in the middle of it would then leave the file behind)."""
+        try:
+            self.directory.mkdir(parents=True, exist_ok=True, mode=0o700)
+            path = self.directory / f"{os.getpid()}-{secrets.token_hex(8)}"
+            text = f"{os.getpid()}\n{_start_time(os.getpid())}\n{os.path.abspath(temp)}\n"
+            fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC, 0o600)
+            try:
+                os.write(fd, text.encode("utf-8", "surrogateescape"))
+            finally:
+                os.close(fd)
+            return path
+        except OSError:
+            return None
+
+    def done(self, record: Path) -> None:
+        with contextlib.suppress(OSError):
+            record.unlink()
+
+    def clean(self) -> list[str]:
+        """Remove the temporary files whose writers are gone; returns their paths."""
+        try:
+            records = list(self.directory.iterdir())
+        except OSError:
+            return []
+        removed = []
+        for record in records:
+            try:
+                pid_line, start_line, temp = record.read_text(
+                    errors="surrogateescape"
+                ).splitlines()[:3]
+                pid = int(pid_line)
+            except (OSError, ValueError):
+                # cut short by a kill while it was written: nothing was created after it
+                with contextlib.suppress(OSError):
+                    if time.time() - record.stat().st_mtime > 60:
+                        record.unlink()
+                continue
+            if _alive(pid, start_line):
+                continue
+            name = os.path.basename(temp)
+            if name.startswith(".") and name.endswith(".tmp"):
+                try:
+                    os.unlink(temp)  # a symlink put in its place is removed, not followed
+                    removed.append(temp)
+                except FileNotFoundError:
+                    pass
+                except OSError:
+                    continue  # try again next time
+            self.done(record)
+        return removed
+
+
+def _start_time(pid: int) -> str:
+    from hookcode.guardian import start_time
+
+    value = start_time(pid)
+    return "" if value is None else str(value)
+
+
+def _alive(pid: int, start: str) -> bool:
+    """Whether the process that wrote a record still runs (its start time, where known,
+    tells a reused pid apart)."""
+    if start:
+        return _start_time(pid) == start
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
+
+
+def write_text(
+    path: str | os.PathLike[str],
+    text: str,
+    *,
+    like: TextFile | None = None,
+    pending: PendingWrites | None = None,
+) -> bytes:
     """Write ``text`` atomically. With ``like`` (the file as read before), its encoding, BOM,
     line-ending style and mode are kept: LF text written over a CRLF file becomes CRLF.
-    Returns the bytes written."""
+    Returns the bytes written. ``pending``: see :func:`atomic_write`."""
     if like is not None and like.exists:
         data = like.encode(to_newline(text, like.newline))
-        atomic_write(path, data, mode=like.mode)
+        atomic_write(path, data, mode=like.mode, pending=pending)
     else:
         data = text.encode("utf-8", errors="surrogateescape")
-        atomic_write(path, data)
+        atomic_write(path, data, pending=pending)
     return data
 
 

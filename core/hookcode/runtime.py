@@ -16,7 +16,7 @@ from hookcode.agents import AgentSpec
 from hookcode.configfiles import data_dir_for, find_worktree
 from hookcode.errors import HookcodeError
 from hookcode.events import EventBus
-from hookcode.fileio import PathLocks, realpath_nearest
+from hookcode.fileio import PathLocks, PendingWrites, realpath_nearest
 from hookcode.filetime import FileTimes
 from hookcode.ids import new_id
 from hookcode.permission import (
@@ -34,6 +34,7 @@ if TYPE_CHECKING:
     from hookcode.auth import Credentials
     from hookcode.config import Config
     from hookcode.permission import PermissionRequest
+    from hookcode.processes import Processes
     from hookcode.protected import ProtectedPaths
     from hookcode.providers import Provider
     from hookcode.secrets import Secrets
@@ -107,6 +108,8 @@ class Runtime:
         self._protected: ProtectedPaths | None = None
         self._secrets: Secrets | None = None
         self._truncator: Truncator | None = None
+        self._processes: Processes | None = None
+        self._pending_writes: PendingWrites | None = None
         self._file_times: dict[str, FileTimes] = {}
         self._agents: dict[str, AgentSpec] | None = None
         self._base_rules: dict[str, list[Rule]] = {}
@@ -194,6 +197,27 @@ class Runtime:
             truncator.cleanup()
         except OSError as exc:  # a cleanup problem must never fail a tool call
             self.plugins.warn(f"could not clean up {truncator.spill_dir}: {exc}")
+
+    @property
+    def processes(self) -> Processes:
+        """The guardian of the processes this runtime's tools start (bash, shell hooks): they
+        live below it, and it kills them all when the runtime closes or hookcode dies
+        (:mod:`hookcode.processes`). Started on first spawn."""
+        if self._processes is None:
+            from hookcode.processes import Processes
+
+            self._processes = Processes(self.data_dir / "processes", warn=self.plugins.warn)
+        return self._processes
+
+    @property
+    def pending_writes(self) -> PendingWrites:
+        """Where atomic writes record their temporary files on platforms without
+        ``O_TMPFILE`` (``<data dir>/pending-writes``); what a killed run left there is
+        removed on first use."""
+        if self._pending_writes is None:
+            self._pending_writes = PendingWrites(self.data_dir / "pending-writes")
+            self._pending_writes.clean()
+        return self._pending_writes
 
     @property
     def credentials(self) -> Credentials:
@@ -499,6 +523,8 @@ class Runtime:
             except Exception as exc:
                 self.plugins.warn(f"a close callback raised: {type(exc).__name__}: {exc}")
         self.executor.shutdown(wait=False, cancel_futures=True)
+        if self._processes is not None:
+            self._processes.close()
         if self._store is not None:
             self._store.close()
             self._store = None

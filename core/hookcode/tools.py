@@ -41,7 +41,14 @@ if TYPE_CHECKING:
 
 T = TypeVar("T")
 
+#: the longest timeout a tool argument or a setting takes: 2**31 - 1 ms, about 24.8 days
+#: (longer ones overflow the waits they end up in); larger values are refused, named
+MAX_TIMEOUT_MS = 2**31 - 1
+MAX_TIMEOUT_SECONDS = MAX_TIMEOUT_MS // 1000
+
 __all__ = [
+    "MAX_TIMEOUT_MS",
+    "MAX_TIMEOUT_SECONDS",
     "AbortSignal",
     "Attachment",
     "ReadRules",

@@ -11,6 +11,9 @@
 2. Timeout precision: a process tree (children, ``&`` jobs, ``nohup``, ``setsid`` and a
    double-forked daemon) under ``timeout = 1000`` ms; the time from the deadline until no
    process of the tree is left (budget: within 1 s), one-shot and persistent mode.
+3. Per-call cost: ``true`` through ``invoke_tool`` in one runtime, one-shot and persistent,
+   beside ``subprocess.run(["bash", "-c", "true"])`` in the same process: wall time (median,
+   interleaved) and CPU time of every process involved (recorded; no budget of its own).
 
 Exit status 1 when a figure is over budget.
 """
@@ -26,6 +29,7 @@ import tempfile
 import threading
 import time
 import uuid
+from collections.abc import Callable
 from pathlib import Path
 
 from _common import (
@@ -44,6 +48,7 @@ MEMORY_BUDGET = 100 * 1024 * 1024
 TIMEOUT_MS = 1000
 PRECISION_BUDGET = 1.0
 REPEAT = 5
+PER_CALL_REPEAT = 100
 
 TREE = """\
 export TREE_MARK={mark}
@@ -205,6 +210,94 @@ def precision(report: Report, root: Path, persistent: bool) -> None:
     report.row(f"call returned after the deadline ({mode}, median)", ms(statistics.median(returns)))
 
 
+def _cpu() -> float:
+    """CPU seconds of this process and of every child it waited for (and theirs)."""
+    import resource
+
+    own = resource.getrusage(resource.RUSAGE_SELF)
+    children = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return own.ru_utime + own.ru_stime + children.ru_utime + children.ru_stime
+
+
+def per_call(report: Report, root: Path, persistent: bool) -> None:
+    """Wall time per call (median, interleaved with the anchor), and CPU time per call of
+    everything involved (hookcode, its process guardian and keepers, bash) in a runtime of its
+    own, taken once the runtime is closed and the guardian reaped (its start-up included):
+    the steadier figure on a busy machine."""
+    import statistics
+    import subprocess
+    import time
+
+    from hookcode.testing import HookcodeEnv, ReplyWith, invoke_tool
+    from hookcode_tool_bash import close_shells
+
+    mode = "persistent" if persistent else "one-shot"
+    args = {"command": "true", "description": "Does nothing"}
+
+    def anchor() -> None:
+        subprocess.run(["bash", "-c", "true"], check=True)
+
+    def measure(name: str, body: Callable[[Callable[[], None]], None]) -> None:
+        hc = HookcodeEnv(root / f"percall-{mode}-{name}")
+        hc.register(ReplyWith("once"), "reply_once")
+        if persistent:
+            hc.write_config({"tool": {"bash": {"persistent": True}}})
+        runtime = hc.runtime()
+        session = runtime.create_session(title="bench").id
+
+        def call() -> None:
+            outcome = invoke_tool(runtime, "bash", args, session_id=session)
+            if outcome.error is not None:
+                raise SystemExit(f"unexpected outcome: {outcome.error_text}")
+
+        try:
+            body(call)
+        finally:
+            close_shells(runtime)
+            hc.close()
+
+    tool_times: list[float] = []
+    anchor_times: list[float] = []
+
+    def wall(call: Callable[[], None]) -> None:
+        for _ in range(3):
+            call()
+            anchor()
+        for _ in range(PER_CALL_REPEAT):
+            start = time.perf_counter()
+            call()
+            tool_times.append(time.perf_counter() - start)
+            start = time.perf_counter()
+            anchor()
+            anchor_times.append(time.perf_counter() - start)
+
+    def cpu(call: Callable[[], None]) -> None:
+        for _ in range(PER_CALL_REPEAT):
+            call()
+
+    measure("wall", wall)
+    cpu_start = _cpu()
+    measure("cpu", cpu)
+    tool_cpu = (_cpu() - cpu_start) / PER_CALL_REPEAT
+    cpu_start = _cpu()
+    for _ in range(PER_CALL_REPEAT):
+        anchor()
+    anchor_cpu = (_cpu() - cpu_start) / PER_CALL_REPEAT
+    tool, bare = statistics.median(tool_times), statistics.median(anchor_times)
+    report.row(
+        f"one call of `true` ({mode}, median of {PER_CALL_REPEAT})",
+        ms(tool),
+        f"subprocess.run bash -c true: {ms(bare)}",
+        tool / bare,
+    )
+    report.row(
+        f"CPU per call of `true` ({mode}, all processes)",
+        ms(tool_cpu),
+        f"subprocess.run bash -c true: {ms(anchor_cpu)}",
+        tool_cpu / anchor_cpu,
+    )
+
+
 def main() -> int:
     if not sys.platform.startswith("linux"):
         print("bench_bash: Linux only (/proc)")
@@ -216,6 +309,8 @@ def main() -> int:
         memory(report, root)
         precision(report, root, persistent=False)
         precision(report, root, persistent=True)
+        per_call(report, root, persistent=False)
+        per_call(report, root, persistent=True)
     finally:
         shutil.rmtree(root, ignore_errors=True)
     report.note(

@@ -403,6 +403,25 @@ def test_a_hook_that_hangs_with_children_is_killed_whole(
     assert not marker.exists()
 
 
+def test_a_hooks_setsid_and_double_forked_children_die_with_its_timeout(
+    hookcode_env: Any, hooks_dir: Path
+) -> None:
+    """Not only the hook's process group: a child that left it (``setsid``, a double fork,
+    a cleared environment) dies at the timeout too."""
+    marker = hookcode_env.root / "survived"
+    command = (
+        f"setsid sh -c 'sleep 2; touch {marker}.setsid' >/dev/null 2>&1 & "
+        f"( (env -i sh -c 'sleep 2; touch {marker}.double' &) & ) ; sleep 30"
+    )
+    configure(hookcode_env, ("PreToolUse", {"command": command, "timeout": 0.5}))
+    runtime = runtime_for(hookcode_env)
+    assert invoke_tool(runtime, "bash", {"command": "true", "description": "x"}).ok
+    time.sleep(2.5)
+    assert (
+        sorted(p.name for p in hookcode_env.root.iterdir() if p.name.startswith("survived")) == []
+    )
+
+
 # ------------------------------------------------------------------------------- PostToolUse
 
 

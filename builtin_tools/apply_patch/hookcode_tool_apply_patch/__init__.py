@@ -39,11 +39,14 @@ from __future__ import annotations
 import errno
 import os
 from pathlib import Path
-from typing import Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any
 
 from hookcode import ToolContext, ToolError, ToolResult, hookimpl
 from hookcode import tool as define_tool
 from hookcode.errors import ToolAborted
+
+if TYPE_CHECKING:
+    from hookcode.fileio import PendingWrites
 
 __all__ = ["apply_patch"]
 
@@ -155,7 +158,7 @@ async def apply_patch(
             raise ToolAborted()
         unchanged(resolved, paths)  # the ask may have waited for a person
         # no await from here on: the files are written all together or not at all
-        changed = _write(plan)
+        changed = _write(plan, ctx.runtime.pending_writes)
 
     for path, deleted in changed:
         ctx.publish("file.edited", file=str(plan.names.get(path, path)), deleted=deleted)
@@ -350,10 +353,11 @@ def _plan(ctx: ToolContext, hunks: list[Any]) -> _Plan:
 # ---------------------------------------------------------------------------------------------
 
 
-def _write(plan: _Plan) -> list[tuple[Path, bool]]:
+def _write(plan: _Plan, pending: PendingWrites) -> list[tuple[Path, bool]]:
     """Write every new text, then remove deleted files; returns (key, deleted) per change.
     Every key is where the OS finds the file (see :class:`_Plan`): a write through a symlink
-    goes to its target, so the link stays."""
+    goes to its target, so the link stays. ``pending`` records a named temporary file where
+    the file system has no anonymous ones."""
     from hookcode.fileio import atomic_write, write_text
 
     changed: list[tuple[Path, bool]] = []
@@ -365,9 +369,9 @@ def _write(plan: _Plan) -> list[tuple[Path, bool]]:
         if file.exists:
             # an existing file (or a moved one): its encoding, BOM and mode; the text already
             # has the line endings it must have (mixed ones included)
-            atomic_write(path, file.encode(file.text), mode=file.mode)
+            atomic_write(path, file.encode(file.text), mode=file.mode, pending=pending)
         else:
-            write_text(path, file.text)
+            write_text(path, file.text, pending=pending)
         changed.append((path, False))
     for path in removals:
         if os.path.lexists(path):

@@ -8,11 +8,14 @@
   the whole line is one opaque pattern: rules may deny it, only a reply allows it.
 * Running: the shell (``[tool.bash] shell``, else bash, else ``$SHELL`` unless fish or nu,
   else sh: the analysis reads bash's grammar, and a command another shell runs is opaque) in
-  its own session, stdin closed, stdout and stderr in one pipe (arrival order), the
-  environment tagged with ``HOOKCODE_PROC_TOKEN``, passed through ``shell_env`` and given
-  git's ``safe.bareRepository=explicit``. Output streams into the truncation layer (head and
-  tail; the spill file holds everything).
-* Timeout (``timeout`` + 100 ms) and abort kill the whole process tree: SIGTERM, 200 ms, SIGKILL.
+  its own session below the runtime's process guardian (``runtime.processes``), stdin closed,
+  stdout and stderr in one pipe (arrival order), the environment tagged with
+  ``HOOKCODE_PROC_TOKEN``, passed through ``shell_env`` and given git's
+  ``safe.bareRepository=explicit``. Output streams into the truncation layer (head and tail;
+  the spill file holds everything).
+* Timeout (``timeout`` + 100 ms, at most :data:`MAX_TIMEOUT_MS`) and abort kill the whole
+  process tree: SIGTERM, 200 ms, SIGKILL. What a command leaves running in the background
+  lives until the runtime closes or hookcode ends, by any signal: then it is killed too.
 * ``[tool.bash] persistent = true``: one shell per session, so ``cd`` and ``export`` carry over;
   a shell that died is restarted and the model is told. ``shell_env`` runs when a shell
   starts; a ``workdir`` applies to its own command only; a timeout or abort kills the
@@ -34,8 +37,9 @@ from typing import Annotated, Any
 from hookcode import ToolContext, ToolResult, hookimpl
 from hookcode import tool as define_tool
 from hookcode.errors import ToolError
+from hookcode.tools import MAX_TIMEOUT_MS
 
-__all__ = ["DEFAULT_TIMEOUT_MS", "bash", "close_shells"]
+__all__ = ["DEFAULT_TIMEOUT_MS", "MAX_TIMEOUT_MS", "bash", "close_shells"]
 
 DEFAULT_TIMEOUT_MS = 120_000
 #: the timeout fires this long after the requested one (reference)
@@ -52,8 +56,8 @@ Before running the command:
 Usage notes:
 - `command` is required. `description` is required too: say in 5-10 words what the command
   does (e.g. "Lists files in current directory", "Installs package dependencies").
-- `timeout` is optional, in milliseconds (default 120000 = 2 minutes). Commands that run past it
-  are killed together with every process they started.
+- `timeout` is optional, in milliseconds (default 120000 = 2 minutes, at most 2147483647).
+  Commands that run past it are killed together with every process they started.
 - `workdir` runs the command in that directory; prefer it to `cd <dir> && <command>`.
 - stdout and stderr are merged in the order they were written. stdin is closed: commands that
   wait for input get end-of-file at once, so pass flags such as --yes or -y instead.
@@ -64,8 +68,8 @@ Usage notes:
   the dedicated tools (glob, grep, read, edit, write) are better at it.
 - Chain dependent commands with '&&' (mkdir foo && cd foo); use ';' only when a failure does not
   matter. Do not use newlines to separate commands (newlines inside quoted strings are fine).
-- A command started in the background (`cmd &`) keeps running after the call returns; the call
-  returns when the shell itself has finished.
+- A command started in the background (`cmd &`) keeps running after the call returns (until
+  hookcode exits); the call returns when the shell itself has finished.
 - Git: never change the git config, never force-push, never skip hooks (--no-verify), and only
   commit when the user asks you to.
 """
@@ -144,6 +148,11 @@ async def bash(
 
     if timeout is not None and timeout < 0:
         raise ToolError(f"Invalid timeout value: {timeout}. Timeout must be a positive number.")
+    if timeout is not None and timeout > MAX_TIMEOUT_MS:
+        raise ToolError(
+            f"Invalid timeout value: {timeout}. Timeout must be at most {MAX_TIMEOUT_MS} ms "
+            "(about 24.8 days)."
+        )
     if not command.strip():
         raise ToolError("The command is empty: pass the shell command to run in `command`.")
     settings = _settings(ctx)
@@ -208,7 +217,7 @@ async def _ask(
 
 
 def _environment(ctx: ToolContext, cwd: Path, token: str) -> dict[str, str]:
-    from hookcode_tool_bash._proctree import TOKEN_VAR
+    from hookcode.guardian import TOKEN_VAR
 
     env = dict(ctx.runtime.env)
     env[TOKEN_VAR] = token
@@ -280,9 +289,11 @@ class _Job:
             try:
                 outcome = runner.run_one_shot(
                     runner.one_shot_argv(self.shell, self.command),
+                    processes=self.ctx.runtime.processes,
                     cwd=str(self.run_dir),
                     env=env,
                     token=token,
+                    session=self.ctx.session_id,
                     deadline=self.deadline,
                     waker=self.waker,
                     writer=self.writer,
@@ -322,7 +333,14 @@ class _Job:
                     start_dir = self.ctx.cwd
                     env = _environment(self.ctx, start_dir, token)
                     try:
-                        shell = runner.PersistentShell(self.shell, str(start_dir), env, token)
+                        shell = runner.PersistentShell(
+                            self.shell,
+                            str(start_dir),
+                            env,
+                            token,
+                            self.ctx.runtime.processes,
+                            self.ctx.session_id,
+                        )
                     except OSError as exc:
                         raise ToolError(f"Failed to start the shell {self.shell!r}: {exc}") from exc
                     slot.shell = shell

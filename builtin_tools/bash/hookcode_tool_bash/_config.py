@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import Literal
 
+from hookcode.tools import MAX_TIMEOUT_MS
 from hookcode.trust import trusted_only
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -14,7 +15,8 @@ class BashConfig(BaseModel):
     Attributes:
         persistent: one long-lived shell per session; ``cd`` and exported variables carry
             over from one call to the next.
-        max_timeout: milliseconds; caps the ``timeout`` argument (and its default) when set.
+        max_timeout: milliseconds; caps the ``timeout`` argument (and its default) when set;
+            at most 2147483647 (about 24.8 days).
         profile: ``strict`` turns on policy_shell's strict rules (network commands denied,
             read-only commands allowed); explicit ``[permission]`` rules still win.
         shell: the shell to run (default: ``$SHELL`` unless fish or nu, else bash, else sh).
@@ -26,7 +28,7 @@ class BashConfig(BaseModel):
     model_config = ConfigDict(extra="forbid", defer_build=True)
 
     persistent: bool = False
-    max_timeout: int | None = Field(default=None, gt=0)
+    max_timeout: int | None = Field(default=None, gt=0, le=MAX_TIMEOUT_MS)
     profile: Literal["default", "strict"] = Field(
         default="default", json_schema_extra=trusted_only(keep=["strict"])
     )

@@ -7,9 +7,13 @@ Output: stdout and stderr share one pipe, so they arrive in order; every chunk g
 into the truncation layer's streaming writer (memory stays bounded), and a live preview is
 published through ``ctx.metadata`` at most every :data:`PREVIEW_INTERVAL` seconds.
 
+Shells are started below the runtime's process guardian (``runtime.processes``,
+:mod:`hookcode.processes`): every process they start stays below the shell's keeper, which
+kills the whole tree on a timeout or abort, and nothing survives hookcode.
+
 A one-shot call ends when the shell exits. Background processes may still hold the pipe
 (``sleep 100 &``): after the exit, what is already there (or arrives promptly) is read for at
-most :data:`DRAIN_MAX` seconds, then the pipe is closed.
+most :data:`DRAIN_MAX` seconds, then the pipe is closed; they run on until the runtime ends.
 """
 
 from __future__ import annotations
@@ -21,7 +25,6 @@ import selectors
 import shlex
 import shutil
 import signal
-import subprocess
 import sys
 import tempfile
 import threading
@@ -30,7 +33,8 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from hookcode_tool_bash import _proctree as proctree
+from hookcode.guardian import GRACE_SECONDS, TOKEN_VAR
+from hookcode.processes import KILL_WAIT, Child, Processes, uptime_ticks
 
 #: seconds between two live previews
 PREVIEW_INTERVAL = 0.1
@@ -44,6 +48,8 @@ KILL_DRAIN = 0.2
 #: processes were killed before the shell itself is killed and replaced
 MARKER_GRACE = 1.0
 READ_SIZE = 1 << 20
+#: the longest single wait in the read loop (select cannot wait 2**31 ms at once)
+MAX_WAIT = 3600.0
 #: persistent bash: SIGUSR1 leaves the running command file, skipping everything after the
 #: killed process. The handler returns from the current function or sourced file and installs
 #: a DEBUG trap that (with extdebug) simulates ``return`` before every further command of any
@@ -157,16 +163,6 @@ class Preview:
 # ---------------------------------------------------------------------------------------------
 
 
-def _pidfd(pid: int) -> int | None:
-    opener = getattr(os, "pidfd_open", None)
-    if opener is None:
-        return None
-    try:
-        return opener(pid)
-    except OSError:
-        return None
-
-
 def _grow_pipe(fd: int) -> None:
     """A bigger pipe means fewer, larger reads for chatty commands (Linux)."""
     if sys.platform.startswith("linux"):
@@ -178,7 +174,7 @@ def _grow_pipe(fd: int) -> None:
 
 def pump(
     fd: int,
-    proc: subprocess.Popen[bytes],
+    child: Child,
     sink: Callable[[bytes], bool],
     deadline: float,
     waker: Waker | None,
@@ -188,7 +184,7 @@ def pump(
 ) -> str:
     """Read ``fd`` into ``sink`` until something ends the wait; returns why:
 
-    * ``exit``: the process exited (and the pipe was drained: EOF, idle or DRAIN_MAX);
+    * ``exit``: the shell exited (and the pipe was drained: EOF, idle or DRAIN_MAX);
     * ``eof``: the pipe closed (``until_exit=False`` only);
     * ``marker``: ``sink`` returned True (it found what it waited for);
     * ``timeout``: ``deadline`` (monotonic) passed;
@@ -198,9 +194,11 @@ def pump(
     sel.register(fd, selectors.EVENT_READ, "out")
     if waker is not None:
         sel.register(waker.r, selectors.EVENT_READ, "wake")
-    pidfd = _pidfd(proc.pid)
-    if pidfd is not None:
-        sel.register(pidfd, selectors.EVENT_READ, "exit")
+    status = child.status_fd
+    if status is not None and not child.closed:
+        sel.register(status, selectors.EVENT_READ, "status")
+    else:
+        status = None
     exited_at: float | None = None
     last_data = time.monotonic()
     eof = False
@@ -210,12 +208,11 @@ def pump(
             preview.tick(now)
             if waker is not None and waker.reason is not None:
                 return "stop"
-            if exited_at is None and proc.poll() is not None:
+            if exited_at is None and child.poll() is not None:
                 exited_at = now
-                if pidfd is not None:
-                    sel.unregister(pidfd)
-                    os.close(pidfd)
-                    pidfd = None
+            if status is not None and child.closed:
+                sel.unregister(status)
+                status = None
             if exited_at is not None:
                 if eof or not until_exit:
                     return "exit"
@@ -225,14 +222,12 @@ def pump(
                 return "eof"
             if now >= deadline and exited_at is None:
                 return "timeout"
-            wait = deadline - now if exited_at is None else DRAIN_IDLE
+            wait = min(deadline - now, MAX_WAIT) if exited_at is None else DRAIN_IDLE
             due = preview.due_in(now)
             if due is not None:
                 wait = min(wait, due)
             if exited_at is not None:
                 wait = min(wait, DRAIN_IDLE)
-            elif pidfd is None:
-                wait = min(wait, 0.05)
             for key, _mask in sel.select(max(wait, 0.0)):
                 if key.data == "out":
                     try:
@@ -249,14 +244,9 @@ def pump(
                         return "marker"
                 elif key.data == "wake" and waker is not None:
                     waker.clear_pipe()
-                elif key.data == "exit" and pidfd is not None:
-                    sel.unregister(pidfd)
-                    os.close(pidfd)
-                    pidfd = None
+                # "status": read by child.poll() at the top of the loop
     finally:
         sel.close()
-        if pidfd is not None:
-            os.close(pidfd)
 
 
 def drain(fd: int, sink: Callable[[bytes], bool], limit: float) -> bool:
@@ -303,31 +293,19 @@ class RunResult:
 def run_one_shot(
     argv: list[str],
     *,
+    processes: Processes,
     cwd: str,
     env: dict[str, str],
     token: str,
+    session: str | None,
     deadline: float,
     waker: Waker,
     writer: Any,
     preview: Preview,
 ) -> RunResult:
-    proctree.reap_adopted()
-    proctree.become_subreaper()
-    with proctree.spawn_lock:
-        proc = subprocess.Popen(
-            argv,
-            cwd=cwd,
-            env=env,
-            stdin=subprocess.DEVNULL,
-            stdout=subprocess.PIPE,
-            stderr=subprocess.STDOUT,
-            start_new_session=True,
-            close_fds=True,
-            bufsize=0,
-        )
-        proctree.own_shells.add(proc.pid)
-    assert proc.stdout is not None
-    fd = proc.stdout.fileno()
+    child = processes.spawn(argv, cwd=cwd, env=env, token=token, session=session)
+    fd = child.stdout
+    assert fd is not None
     _grow_pipe(fd)
 
     def sink(data: bytes) -> bool:
@@ -336,27 +314,25 @@ def run_one_shot(
 
     result = RunResult()
     try:
-        why = pump(fd, proc, sink, deadline, waker, preview, until_exit=True)
+        why = pump(fd, child, sink, deadline, waker, preview, until_exit=True)
         if why in ("timeout", "stop"):
             result.timed_out = why == "timeout"
             result.aborted = why == "stop"
-            proctree.kill_tree(proc.pid, token, group=proc.pid)
+            child.kill()
             drain(fd, sink, KILL_DRAIN)
-            proc.wait()
         else:
-            code = proc.wait()
-            if code < 0:
+            code = child.returncode
+            if code is not None and code < 0:
                 result.signal = -code
             else:
                 result.exit = code
-            # what runs on in the background (`cmd &`) is reaped by later sweeps once it ends
     except BaseException:
-        proctree.kill_tree(proc.pid, token, group=proc.pid)
-        proc.wait()
+        child.kill()
         raise
     finally:
-        proctree.own_shells.discard(proc.pid)
-        proc.stdout.close()
+        if not child.gone:
+            child.detach()  # what runs on in the background (`cmd &`) lives until the runtime ends
+        child.close()
         preview.tick(time.monotonic(), force=True)
     return result
 
@@ -414,46 +390,55 @@ class PersistentShell:
 
     Each command is written to a file and sourced (``{ . FILE; } </dev/null``), so quoting
     never matters and a syntax error cannot swallow the end marker; its stdin is closed; it
-    runs with its own ``HOOKCODE_PROC_TOKEN`` so a kill finds what it started. Then the shell
-    prints ``__HOOKCODE_END_<key>__<status>:<cwd>``.
+    runs with its own ``HOOKCODE_PROC_TOKEN`` (the shell's token plus a number) so a kill
+    finds what it started. Then the shell prints ``__HOOKCODE_END_<key>__<status>:<cwd>``.
     """
 
-    def __init__(self, shell: str, cwd: str, env: dict[str, str], token: str) -> None:
-        proctree.become_subreaper()
+    def __init__(
+        self,
+        shell: str,
+        cwd: str,
+        env: dict[str, str],
+        token: str,
+        processes: Processes,
+        session: str | None = None,
+    ) -> None:
         self.token = token
         self.key = secrets.token_hex(12)
         self.cwd = cwd
-        self.tmpdir = tempfile.mkdtemp(prefix="hookcode-bash-")
         self.counter = 0
-        with proctree.spawn_lock:
-            self.proc = subprocess.Popen(
-                [shell],
-                cwd=cwd,
-                env=env,
-                stdin=subprocess.PIPE,
-                stdout=subprocess.PIPE,
-                stderr=subprocess.STDOUT,
-                start_new_session=True,
-                close_fds=True,
-                bufsize=0,
-            )
-            proctree.own_shells.add(self.proc.pid)
-        assert self.proc.stdout is not None
-        self.fd = self.proc.stdout.fileno()
+        self.child = processes.spawn(
+            [shell], cwd=cwd, env=env, token=token, stdin=True, session=session
+        )
+        try:
+            self.child.started()
+        except OSError:
+            self.child.close()
+            raise
+        self.tmpdir = tempfile.mkdtemp(prefix="hookcode-bash-")
+        assert self.child.stdout is not None
+        self.fd = self.child.stdout
         _grow_pipe(self.fd)
         # bash can leave a command early on SIGUSR1 (see _interrupt); others get replaced
         self.interruptible = os.path.basename(shell) == "bash"
         if self.interruptible:
-            assert self.proc.stdin is not None
             with contextlib.suppress(OSError):
-                self.proc.stdin.write(BASH_STOP_TRAP.encode() + b"\n")
+                self._write(BASH_STOP_TRAP.encode() + b"\n")
 
     @property
     def pid(self) -> int:
-        return self.proc.pid
+        return self.child.pid
 
     def alive(self) -> bool:
-        return self.proc.poll() is None
+        return self.child.poll() is None and not self.child.closed
+
+    def _write(self, data: bytes) -> None:
+        fd = self.child.stdin
+        if fd is None:
+            raise BrokenPipeError("the shell's input is closed")
+        view = memoryview(data)
+        while view:
+            view = view[os.write(fd, view) :]
 
     def _discard_leftovers(self) -> None:
         """Output that arrived between commands (background jobs) is not this call's."""
@@ -476,15 +461,14 @@ class PersistentShell:
         preview: Preview,
     ) -> RunResult:
         result = RunResult()
-        proctree.reap_adopted()
         self._discard_leftovers()
         self.counter += 1
         path = os.path.join(self.tmpdir, f"cmd{self.counter}.sh")
         with open(path, "w", encoding="utf-8", errors="surrogateescape") as f:
             f.write(command if command.endswith("\n") else command + "\n")
-        cmd_token = new_token()
+        cmd_token = f"{self.token}.{self.counter}"
         prefix = f"__HOOKCODE_END_{self.key}__"
-        lines = [f"export {proctree.TOKEN_VAR}={cmd_token}"]
+        lines = [f"export {TOKEN_VAR}={cmd_token}"]
         if workdir is not None:
             wd = _quote(workdir)
             lines.append(
@@ -494,21 +478,21 @@ class PersistentShell:
         else:
             lines.append(f"{{ . {_quote(path)}; }} </dev/null; __hookcode_status=$?")
         lines.append(f"printf '%s%s:%s\\n' '{prefix}' \"$__hookcode_status\" \"$PWD\"")
-        before = proctree.children(self.pid)
+        # the command's processes start from now on (clock ticks, like their start times)
+        begin = uptime_ticks()
         sink = MarkerSink(prefix.encode(), writer)
         try:
-            assert self.proc.stdin is not None
-            self.proc.stdin.write(("\n".join(lines) + "\n").encode("utf-8", "surrogateescape"))
-        except (BrokenPipeError, OSError):
-            self.proc.wait()
+            self._write(("\n".join(lines) + "\n").encode("utf-8", "surrogateescape"))
+        except OSError:
+            self.child.wait_for(lambda: self.child.returncode is not None, KILL_DRAIN)
             result.notes.append(self._died_note())
             return result
         try:
-            why = pump(self.fd, self.proc, sink, deadline, waker, preview, until_exit=False)
+            why = pump(self.fd, self.child, sink, deadline, waker, preview, until_exit=False)
             if why in ("timeout", "stop"):
                 result.timed_out = why == "timeout"
                 result.aborted = why == "stop"
-                if not self._interrupt(cmd_token, before, sink, preview):
+                if not self._interrupt(cmd_token, begin, sink, preview):
                     # not bash, stuck, or its output redirected away: replace the shell
                     sink.flush()
                     self.close()
@@ -525,14 +509,14 @@ class PersistentShell:
                 drain(self.fd, sink, KILL_DRAIN)
                 sink.flush()
                 self.close()
-                code = self.proc.returncode
+                code = self.child.returncode
                 if code is not None and code >= 0:
                     result.exit = code
                 elif code is not None:
                     result.signal = -code
                 result.notes.append(self._died_note())
         except BaseException:
-            proctree.kill_tree(self.pid, cmd_token, include_root=False, exclude=before)
+            self.child.kill_command(cmd_token, begin, GRACE_SECONDS)
             raise
         finally:
             with contextlib.suppress(OSError):
@@ -540,37 +524,40 @@ class PersistentShell:
             preview.tick(time.monotonic(), force=True)
         return result
 
-    def _interrupt(
-        self, cmd_token: str, before: set[int], sink: MarkerSink, preview: Preview
-    ) -> bool:
+    def _interrupt(self, cmd_token: str, begin: int, sink: MarkerSink, preview: Preview) -> bool:
         """Stop the running command but keep the shell: True when the shell is back at its
-        prompt (the end marker came).
+        prompt (the end marker came) and the command's processes are gone.
 
         bash only: the shell traps SIGUSR1 (:data:`BASH_STOP_TRAP`) and unwinds the sourced
         command file, so nothing after the killed process runs. The signal goes first: bash
-        runs the trap as soon as its foreground child is gone. The command's processes are the shell's children that were not there
-        before it (earlier background jobs stay) and whatever carries the command's token.
+        runs the trap as soon as its foreground child is gone. The keeper kills the
+        command's processes: those carrying its token, and the shell's children started
+        since ``begin`` (see :meth:`hookcode.processes.Child.kill_command`); earlier
+        background jobs stay.
         """
         if not self.interruptible:
             return False
+        child = self.child
         end = time.monotonic() + MARKER_GRACE
-        self._signal_shell(signal.SIGUSR1)
-        proctree.kill_tree(self.pid, cmd_token, include_root=False, exclude=before)
+        kills = child.commands_killed
+        child.signal(signal.SIGUSR1)
+        child.kill_command(cmd_token, begin, GRACE_SECONDS)
+        sent = 1
         while time.monotonic() < end:
             why = pump(
-                self.fd, self.proc, sink, time.monotonic() + 0.05, None, preview, until_exit=False
+                self.fd, child, sink, time.monotonic() + 0.05, None, preview, until_exit=False
             )
             if why == "marker":
+                # the command's processes are gone before the call returns
+                child.wait_for(lambda done=kills + sent: child.commands_killed >= done, KILL_WAIT)
                 return True
             if why != "timeout":
                 return False  # the shell itself is gone
-            self._signal_shell(signal.SIGUSR1)
-            proctree.kill_tree(self.pid, cmd_token, include_root=False, exclude=before, grace=0)
+            child.signal(signal.SIGUSR1)
+            if child.commands_killed >= kills + sent:  # the last kill is done: anything new?
+                child.kill_command(cmd_token, begin, 0)
+                sent += 1
         return False
-
-    def _signal_shell(self, sig: int) -> None:
-        with contextlib.suppress(ProcessLookupError):
-            os.kill(self.pid, sig)
 
     def _died_note(self) -> str:
         return (
@@ -580,12 +567,7 @@ class PersistentShell:
 
     def close(self) -> None:
         """Kill the shell and everything it started."""
-        if self.proc.poll() is None:
-            proctree.kill_tree(self.pid, self.token, group=self.pid)
-        self.proc.wait()
-        proctree.own_shells.discard(self.pid)
-        for stream in (self.proc.stdin, self.proc.stdout):
-            with contextlib.suppress(OSError):
-                if stream is not None:
-                    stream.close()
+        if not self.child.gone and not self.child.closed:
+            self.child.kill()
+        self.child.close()
         shutil.rmtree(self.tmpdir, ignore_errors=True)

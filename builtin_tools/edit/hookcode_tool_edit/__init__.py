@@ -31,7 +31,7 @@ from typing import TYPE_CHECKING, Annotated, Any
 from hookcode import ToolContext, ToolError, ToolResult, hookimpl, tool
 
 if TYPE_CHECKING:
-    from hookcode.fileio import TextFile
+    from hookcode.fileio import PendingWrites, TextFile
 
 __all__ = [
     "OUTPUT",
@@ -214,7 +214,7 @@ async def commit(
     patch = trim_diff(diff(str(path), before_text, after))
     await ask_edit(ctx, [path], {"filepath": str(path), "diff": patch})
     unchanged(target.resolved, [path])  # the ask may have waited for a person
-    await asyncio.to_thread(_write, target.path, before, after)
+    await asyncio.to_thread(_write, target.path, before, after, ctx.runtime.pending_writes)
     ctx.publish("file.edited", file=str(path))
     ctx.files.record(path)
     additions, deletions = diff_stats(before_text, after)
@@ -231,15 +231,15 @@ async def commit(
     }
 
 
-def _write(path: Path, before: TextFile | None, after: str) -> None:
+def _write(path: Path, before: TextFile | None, after: str, pending: PendingWrites) -> None:
     from hookcode.fileio import atomic_write, write_text
 
     if before is None:
-        write_text(path, after)
+        write_text(path, after, pending=pending)
     else:
         # ``after`` already has the file's line endings; written as is, so lines the edit did
         # not touch keep theirs even in a file with mixed endings
-        atomic_write(path, before.encode(after), mode=before.mode)
+        atomic_write(path, before.encode(after), mode=before.mode, pending=pending)
 
 
 def trim_diff(patch: str) -> str:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from hookcode.tools import MAX_TIMEOUT_SECONDS
 from hookcode.trust import trusted_only
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -80,12 +81,14 @@ class LspConfig(BaseModel):
     start_timeout: float = Field(
         default=20.0,
         gt=0,
+        le=MAX_TIMEOUT_SECONDS,
         description="Seconds a server may take to start (`initialize`).",
         examples=[30],
     )
     request_timeout: float = Field(
         default=30.0,
         gt=0,
+        le=MAX_TIMEOUT_SECONDS,
         description="Seconds one `lsp` tool request may take.",
         examples=[60],
     )

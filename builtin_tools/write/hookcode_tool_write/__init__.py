@@ -26,7 +26,7 @@ from typing import TYPE_CHECKING, Annotated, Any
 from hookcode import ToolContext, ToolError, ToolResult, hookimpl, tool
 
 if TYPE_CHECKING:
-    from hookcode.fileio import TextFile
+    from hookcode.fileio import PendingWrites, TextFile
 
 __all__ = ["write"]
 
@@ -85,7 +85,7 @@ async def write(
         patch = _trim_diff(diff(str(path), before, content))
         await ask_edit(ctx, [path], {"filepath": str(path), "diff": patch})
         unchanged(resolved, [path])  # the ask may have waited for a person
-        await asyncio.to_thread(_write, target, content, existing)
+        await asyncio.to_thread(_write, target, content, existing, ctx.runtime.pending_writes)
         ctx.publish("file.edited", file=str(path))
         ctx.files.record(path)
     return ToolResult(
@@ -100,10 +100,10 @@ def tool() -> list[Any]:
     return [write]
 
 
-def _write(path: Path, content: str, existing: TextFile | None) -> None:
+def _write(path: Path, content: str, existing: TextFile | None, pending: PendingWrites) -> None:
     from hookcode.fileio import write_text
 
-    write_text(path, content, like=existing)
+    write_text(path, content, like=existing, pending=pending)
 
 
 def _trim_diff(patch: str) -> str:

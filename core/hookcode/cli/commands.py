@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import sys
 from typing import TYPE_CHECKING, Any
 
@@ -40,6 +41,29 @@ def _table(title: str | None, columns: list[str], rows: list[list[str]]) -> None
 
 def _first_line(text: str) -> str:
     return (text or "").strip().splitlines()[0] if (text or "").strip() else ""
+
+
+def _print_outcome(
+    rt: Any, name: str, outcome: Any, session_id: str, *, as_json: bool, yes: bool
+) -> None:
+    """What ``tools call`` prints: the result (or JSON), or the error and why it was refused."""
+    if as_json:
+        print_json(outcome.to_dict())
+    elif outcome.ok:
+        output = outcome.result.output
+        typer.echo(output, nl=not output.endswith("\n"))
+    else:
+        typer.echo(f"hookcode: {name}: {outcome.error_text}", err=True)
+        refused = [r for r in rt.refusals if r.session_id == session_id]
+        protected = any(r.metadata.get("protected") for r in refused)
+        if refused and (protected or not yes):
+            from hookcode.cli.frontend import approval_hint, has_terminal
+
+            if not has_terminal(rt):
+                asked = "; ".join(f"{r.permission} {' '.join(r.patterns)}" for r in refused)
+                typer.echo(
+                    f"hookcode: nobody to approve {asked}: {approval_hint(protected)}", err=True
+                )
 
 
 def register(app: typer.Typer, state: CliState) -> None:
@@ -125,7 +149,8 @@ def register(app: typer.Typer, state: CliState) -> None:
         yes: bool = typer.Option(False, "--yes", "-y", help="Approve permission asks."),
         agent: str = typer.Option(None, "--agent", help="Run as this agent."),
     ) -> None:
-        """Call one tool through the whole pipeline, in a fresh session."""
+        """Call one tool through the whole pipeline, in a fresh session. SIGINT, SIGTERM and
+        SIGHUP abort the call (its processes are killed, the call is stored as aborted)."""
         import asyncio
 
         from hookcode.testing import ainvoke_tool
@@ -138,33 +163,29 @@ def register(app: typer.Typer, state: CliState) -> None:
             session = rt.create_session(title=f"tools call {name}", agent=agent_name)
         except HookcodeError as exc:
             raise fail(str(exc)) from None
-        outcome = asyncio.run(
-            ainvoke_tool(
+
+        async def call() -> Any:
+            import signal
+
+            from hookcode.tools import AbortSignal
+
+            abort = AbortSignal()
+            loop = asyncio.get_running_loop()
+            for signum in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP):
+                with contextlib.suppress(NotImplementedError, RuntimeError, ValueError):
+                    loop.add_signal_handler(signum, abort.abort, "interrupted")
+            return await ainvoke_tool(
                 rt,
                 name,
                 args_json if args_json is not None else {},
                 agent=agent_name,
                 session_id=session.id,
+                abort=abort,
             )
-        )
-        if as_json:
-            print_json(outcome.to_dict())
-        elif outcome.ok:
-            output = outcome.result.output
-            typer.echo(output, nl=not output.endswith("\n"))
-        else:
-            typer.echo(f"hookcode: {name}: {outcome.error_text}", err=True)
-            refused = [r for r in rt.refusals if r.session_id == session.id]
-            protected = any(r.metadata.get("protected") for r in refused)
-            if refused and (protected or not yes):
-                from hookcode.cli.frontend import has_terminal
 
-                if not has_terminal(rt):
-                    from hookcode.cli.frontend import approval_hint
-
-                    asked = "; ".join(f"{r.permission} {' '.join(r.patterns)}" for r in refused)
-                    hint = approval_hint(any(r.metadata.get("protected") for r in refused))
-                    typer.echo(f"hookcode: nobody to approve {asked}: {hint}", err=True)
+        outcome = asyncio.run(call())
+        with contextlib.suppress(OSError):  # a closed terminal (SIGHUP) takes no output
+            _print_outcome(rt, name, outcome, session.id, as_json=as_json, yes=yes)
         raise typer.Exit(0 if outcome.ok else 1)
 
     # ------------------------------------------------------------------------------ plugins

@@ -31,6 +31,8 @@ _prompt_lock = threading.Lock()
 _prompting = threading.Event()
 _held: list[tuple[IO[str], str]] = []
 _display: Any = None  # the TextDisplay of the run in progress (its spinner stops for prompts)
+#: set when SIGHUP aborted a run: the terminal is gone, the chat ends
+hung_up = threading.Event()
 
 
 def _write(stream: IO[str], text: str) -> None:
@@ -365,22 +367,29 @@ def run_turn(
     agent: str | None = None,
     session: SessionRecord | None = None,
 ) -> RunResult | None:
-    """Run the loop once with ``display``; Ctrl-C (SIGINT) or SIGTERM aborts the run (running
-    tools are cancelled and marked aborted); a second Ctrl-C interrupts at once. Returns None
-    when interrupted that way."""
+    """Run the loop once with ``display``; Ctrl-C (SIGINT), SIGTERM or SIGHUP (the terminal
+    closed) aborts the run: running tools are cancelled and marked aborted, their process trees
+    killed, the session stored. A second Ctrl-C interrupts at once. Returns None when
+    interrupted that way. Output that cannot be written (a closed terminal or pipe) is
+    dropped: it never stops the run from being stored."""
     import asyncio
 
     from hookcode.session import SessionLoop
     from hookcode.tools import AbortSignal
 
     abort = AbortSignal()
+
+    def emit(kind: str, data: dict[str, Any]) -> None:
+        with contextlib.suppress(OSError):
+            display.event(kind, data)
+
     loop_obj = SessionLoop(
         runtime,
         model=model,
         agent=agent,
         session=session,
         abort=abort,
-        on_event=display.event,
+        on_event=emit,
     )
 
     async def main() -> RunResult:
@@ -389,12 +398,15 @@ def run_turn(
 
         def on_signal(signum: int) -> None:
             abort.abort("interrupted")
+            if signum == signal.SIGHUP:
+                hung_up.set()
             with contextlib.suppress(Exception):
                 loop.remove_signal_handler(signum)  # a second one interrupts for good
             if signum == signal.SIGINT:
-                _write(sys.stderr, "\nhookcode: aborting (Ctrl-C again to quit at once)\n")
+                with contextlib.suppress(OSError):
+                    _write(sys.stderr, "\nhookcode: aborting (Ctrl-C again to quit at once)\n")
 
-        for signum in (signal.SIGINT, signal.SIGTERM):
+        for signum in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP):
             try:
                 loop.add_signal_handler(signum, on_signal, signum)
                 installed.append(signum)
@@ -412,7 +424,8 @@ def run_turn(
     except KeyboardInterrupt:
         return None
     finally:
-        display.close()
+        with contextlib.suppress(OSError):
+            display.close()
 
 
 def has_terminal(runtime: Runtime) -> bool:
@@ -470,8 +483,12 @@ def run_cli(
     """``hookcode run``: stream the run with the chosen display; returns the exit code."""
     display: Any = JsonDisplay() if fmt == "json" else TextDisplay()
     result = run_turn(runtime, text, display, model=model, agent=agent, session=session)
-    display.finish(result)
-    return exit_code(runtime, result)
+    with contextlib.suppress(OSError):  # the terminal may be gone (SIGHUP)
+        display.finish(result)
+    try:
+        return exit_code(runtime, result)
+    except OSError:
+        return 130 if result is None or result.aborted else 1
 
 
 # ---------------------------------------------------------------------------------------------
@@ -545,6 +562,8 @@ def chat(
             continue
         display = TextDisplay()
         result = run_turn(runtime, line, display, model=model, agent=agent, session=session)
+        if hung_up.is_set():  # the terminal is gone: nobody to talk to
+            return 130
         display.finish(result)
         code = exit_code(runtime, result)
         if result is not None:

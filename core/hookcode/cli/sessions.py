@@ -25,20 +25,30 @@ class Format(StrEnum):
 
 
 def _pick_session(rt: Any, cont: bool, session_id: str | None) -> Any:
-    """The session ``--continue`` / ``--session`` name (None: a new one)."""
+    """The session ``--continue`` / ``--session`` name (None: a new one). Resuming a session
+    first cleans up after runs that died (a crash may have ended the one being resumed)."""
+    record = None
     if session_id:
         record = rt.store.get_session(session_id)
         if record is None:
             raise HookcodeError(f"no session '{session_id}' (see `hookcode sessions list`)")
-        return record
-    if cont:
+    elif cont:
         record = rt.store.latest_session(str(rt.worktree))
         if record is None:
             raise HookcodeError(
                 f"no session to continue in {rt.worktree}: start one with `hookcode run MESSAGE`"
             )
-        return record
-    return None
+    if record is not None:
+        _clean_up_after_crashes(rt)
+    return record
+
+
+def _clean_up_after_crashes(rt: Any) -> None:
+    """Kill what runs that died with their process guardian left running, and remove the
+    temporary files of writes they were killed in (``hookcode.guardian.sweep``,
+    ``hookcode.fileio.PendingWrites``)."""
+    rt.processes.sweep()
+    rt.pending_writes.clean()
 
 
 def register(app: typer.Typer, state: CliState) -> None:

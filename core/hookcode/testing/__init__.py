@@ -73,8 +73,10 @@ async def ainvoke_tool(
     agent: str | None = None,
     session_id: str | None = None,
     model: str | None = None,
+    abort: Any = None,
 ) -> Any:
-    """Run one call through ``pipeline.invoke`` in a (new) session; returns the Outcome."""
+    """Run one call through ``pipeline.invoke`` in a (new) session; returns the Outcome.
+    ``abort`` (an ``AbortSignal``) aborts the call when it fires."""
     from hookcode.pipeline import invoke
     from hookcode.tools import ToolCall, ToolContext
 
@@ -97,6 +99,7 @@ async def ainvoke_tool(
         agent=agent_name,
         model=model,
         tool=name,
+        abort=abort,
     )
     return await invoke(call, ctx)
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import Literal
 
+from hookcode.tools import MAX_TIMEOUT_MS
 from hookcode.trust import trusted_only
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
@@ -80,6 +81,7 @@ class McpServerConfig(BaseModel):
     timeout: int = Field(
         default=DEFAULT_TIMEOUT_MS,
         gt=0,
+        le=MAX_TIMEOUT_MS,
         description="Milliseconds for connecting and listing tools, and for each tool call.",
         examples=[10000],
     )

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from typing import Literal
 
+from hookcode.tools import MAX_TIMEOUT_SECONDS
 from hookcode.trust import trusted_only
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
@@ -76,6 +77,7 @@ class AnthropicConfig(_Strict):
     timeout: float | None = Field(
         default=None,
         gt=0,
+        le=MAX_TIMEOUT_SECONDS,
         examples=[600],
         description="Request timeout in seconds (default: the SDK's, 600).",
     )

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import difflib
 
+from hookcode.tools import MAX_TIMEOUT_SECONDS
 from hookcode.trust import trusted_only
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 from pydantic_core import PydanticCustomError
@@ -93,7 +94,10 @@ class OpenAIProviderConfig(BaseModel):
         description="Retries of a request answered 408/409/429/5xx or failing to connect (with back-off).",
     )
     timeout: float = Field(
-        default=600.0, gt=0, description="Seconds to wait for the server (connect: at most 10)."
+        default=600.0,
+        gt=0,
+        le=MAX_TIMEOUT_SECONDS,
+        description="Seconds to wait for the server (connect: at most 10).",
     )
 
     @model_validator(mode="after")

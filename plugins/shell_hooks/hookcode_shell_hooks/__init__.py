@@ -138,6 +138,7 @@ async def _run_tool_hooks(
                     cwd=str(runtime.cwd),
                     env=env,
                     timeout=entry.timeout,
+                    processes=runtime.processes,
                 )
                 for i, entry in selected
             )
@@ -164,6 +165,7 @@ def _run_sync_hooks(runtime: Runtime, event: str, payload: dict[str, Any]) -> li
             cwd=str(runtime.cwd),
             env=env,
             timeout=entry.timeout,
+            processes=runtime.processes,
         )
 
     if len(entries) == 1:

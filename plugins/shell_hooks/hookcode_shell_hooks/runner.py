@@ -1,21 +1,20 @@
 """Running one hook command: JSON on stdin, exit code, stdout and stderr back.
 
 A hook that cannot start, times out or is killed comes back with ``problem`` set; the caller
-reports it and goes on (a broken hook never blocks, as in Claude Code). Timeouts kill the
-hook's whole process group.
+reports it and goes on (a broken hook never blocks, as in Claude Code). Hooks run below the
+runtime's process guardian (``runtime.processes``): a timeout kills the hook's whole process
+tree (``setsid`` and double-forked children too), and nothing it started outlives hookcode.
 """
 
 from __future__ import annotations
 
-import asyncio
-import contextlib
 import json
-import os
-import signal
-import subprocess
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from hookcode.processes import Child, Processes
 
 __all__ = ["HookRun", "argv_of", "label_of", "run_hook", "run_hook_sync"]
 
@@ -64,34 +63,20 @@ async def run_hook(
     cwd: str,
     env: Mapping[str, str],
     timeout: float,
+    processes: Processes,
 ) -> HookRun:
-    """Run a hook without blocking the event loop."""
-    from hookcode.childwatch import ensure_child_watcher
+    """Run a hook without blocking the event loop (in a worker thread)."""
+    import asyncio
 
-    ensure_child_watcher()  # no thread per hook process on Python 3.11
-    data = json.dumps(payload, default=str).encode()
+    started: list[Child] = []
     try:
-        proc = await asyncio.create_subprocess_exec(
-            *argv_of(command),
-            stdin=asyncio.subprocess.PIPE,
-            stdout=asyncio.subprocess.PIPE,
-            stderr=asyncio.subprocess.PIPE,
-            cwd=cwd,
-            env=dict(env),
-            start_new_session=True,
+        return await asyncio.to_thread(
+            _run, label, command, payload, cwd, env, timeout, processes, started
         )
-    except OSError as exc:
-        return HookRun(label, problem=f"could not start: {exc.strerror or exc}")
-    try:
-        out, err = await asyncio.wait_for(proc.communicate(data), timeout)
-    except (TimeoutError, asyncio.CancelledError) as exc:
-        _kill_group(proc.pid)
-        with contextlib.suppress(Exception):
-            await proc.wait()
-        if isinstance(exc, asyncio.CancelledError):
-            raise
-        return HookRun(label, problem=f"timed out after {timeout:g} s and was killed")
-    return HookRun(label, proc.returncode, _text(out), _text(err))
+    except asyncio.CancelledError:
+        for child in started:
+            child.terminate()  # the thread sees its pipes close and returns
+        raise
 
 
 def run_hook_sync(
@@ -102,34 +87,60 @@ def run_hook_sync(
     cwd: str,
     env: Mapping[str, str],
     timeout: float,
+    processes: Processes,
 ) -> HookRun:
     """Run a hook from synchronous code (the ``chat_message`` and ``event`` hooks)."""
+    return _run(label, command, payload, cwd, env, timeout, processes, [])
+
+
+def _run(
+    label: str,
+    command: str | list[str],
+    payload: Mapping[str, Any],
+    cwd: str,
+    env: Mapping[str, str],
+    timeout: float,
+    processes: Processes,
+    started: list[Child],
+) -> HookRun:
+    """Start the hook below the runtime's process guardian (its whole tree dies on a timeout
+    and with hookcode), feed it the event, collect what it says."""
+    import secrets
+
+    from hookcode.guardian import TOKEN_VAR
+
+    token = secrets.token_hex(16)
     data = json.dumps(payload, default=str).encode()
     try:
-        proc = subprocess.Popen(
+        child = processes.spawn(
             argv_of(command),
-            stdin=subprocess.PIPE,
-            stdout=subprocess.PIPE,
-            stderr=subprocess.PIPE,
             cwd=cwd,
-            env=dict(env),
-            start_new_session=True,
+            env={**env, TOKEN_VAR: token},
+            token=token,
+            stdin=True,
+            separate_stderr=True,
         )
     except OSError as exc:
         return HookRun(label, problem=f"could not start: {exc.strerror or exc}")
+    started.append(child)
     try:
-        out, err = proc.communicate(data, timeout=timeout)
-    except subprocess.TimeoutExpired:
-        _kill_group(proc.pid)
-        # the whole group is dead, so the pipes close: this returns at once
-        proc.communicate()
+        child.started()
+    except OSError as exc:
+        child.close()
+        return HookRun(label, problem=f"could not start: {exc.strerror or exc}")
+    try:
+        out, err = child.communicate(data, timeout)
+    except TimeoutError:
+        child.kill()
         return HookRun(label, problem=f"timed out after {timeout:g} s and was killed")
-    return HookRun(label, proc.returncode, _text(out), _text(err))
-
-
-def _kill_group(pid: int) -> None:
-    with contextlib.suppress(ProcessLookupError, PermissionError):
-        os.killpg(pid, signal.SIGKILL)
+    except BaseException:
+        child.kill()
+        raise
+    finally:
+        if not child.gone:
+            child.detach()  # what it left in the background lives until the runtime ends
+        child.close()
+    return HookRun(label, child.returncode, _text(out), _text(err))
 
 
 def _text(data: bytes | None) -> str:

@@ -18,6 +18,7 @@ _SIMPLE = re.compile(r"^[A-Za-z0-9_|-]+$")
 @lru_cache(maxsize=1)
 def hooks_model() -> type[Any]:
     """The model of ``[hooks]``: one list of entries per event."""
+    from hookcode.tools import MAX_TIMEOUT_SECONDS
     from hookcode.trust import trusted_only
     from pydantic import BaseModel, ConfigDict, Field, field_validator
 
@@ -46,6 +47,7 @@ def hooks_model() -> type[Any]:
         timeout: float = Field(
             60,
             gt=0,
+            le=MAX_TIMEOUT_SECONDS,
             description="Seconds before the hook is killed (reported, never blocking).",
         )
 

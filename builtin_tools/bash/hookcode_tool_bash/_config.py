@@ -17,9 +17,11 @@ class BashConfig(BaseModel):
             over from one call to the next.
         max_timeout: milliseconds; caps the ``timeout`` argument (and its default) when set;
             at most 2147483647 (about 24.8 days).
-        profile: ``strict`` turns on policy_shell's strict rules (network commands denied,
-            read-only commands allowed); explicit ``[permission]`` rules still win.
-        shell: the shell to run (default: ``$SHELL`` unless fish or nu, else bash, else sh).
+        profile: ``strict`` adds policy_shell's strict rules (network and browser commands
+            denied) to the read-only commands every profile allows; explicit
+            ``[permission]`` rules still win.
+        shell: the shell to run (default: bash, else ``$SHELL`` unless fish or nu, else sh;
+            a shell other than bash, sh or dash makes every command opaque to the policy).
 
     The project's own config of an untrusted folder cannot set ``shell`` (a program to run)
     and can set ``profile`` only to ``strict``.

@@ -66,7 +66,6 @@ from hookcode_policy_shell.commands import (
     READ_ONLY,
     SPECS,
     WRITE,
-    Spec,
     sensitive_variable,
 )
 from hookcode_policy_shell.paths import SPECIAL_FILES, Places
@@ -975,7 +974,8 @@ class Analysis:
         if name in ("cd", "pushd", "popd"):
             self.places.change_directory(name, args)
             return
-        if tail_dynamic and SPECS.get(name, Spec(NONE)).positional != NONE:
+        spec = SPECS.get(name)
+        if tail_dynamic and spec is not None and spec.positional != NONE:
             self.opaque(f"xargs gives {name!r} arguments that cannot be resolved statically")
         static_prefix: list[str] = []
         for token in tokens:

@@ -40,7 +40,7 @@ class Word:
     ``mask`` is the value with every quoted or escaped character replaced by NUL, so glob,
     brace and tilde characters that the shell would expand can be told apart."""
 
-    __slots__ = ("choices", "mask", "node", "text", "value")
+    __slots__ = ("_expands", "choices", "mask", "node", "text", "value")
 
     def __init__(
         self,
@@ -57,6 +57,7 @@ class Word:
         #: for a dynamic word whose possible values are known (a loop variable over a static
         #: list): the static words it may become, after splitting when it is unquoted
         self.choices = choices
+        self._expands: bool | None = None
 
     @property
     def known(self) -> bool:
@@ -88,8 +89,14 @@ class Word:
     @property
     def expands(self) -> bool:
         """Glob, brace or tilde expansion would change the value."""
-        m = self.mask
-        return bool(GLOB.search(m) or BRACE.search(m) or m.startswith("~"))
+        if self._expands is None:
+            m = self.mask
+            self._expands = bool(
+                m
+                and ("*" in m or "?" in m or "[" in m or "{" in m or m[0] == "~")
+                and (GLOB.search(m) or BRACE.search(m) or m.startswith("~"))
+            )
+        return self._expands
 
     def pattern_text(self) -> str:
         """How the word appears in a permission pattern: unquoted when that is unambiguous."""

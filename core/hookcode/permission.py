@@ -294,7 +294,12 @@ class Ruleset:
     __hash__ = None  # type: ignore[assignment]  # mutable, as the dataclass it was
 
     def last_match(self, permission: str, pattern: str) -> Rule | None:
-        return _last_match(self.rules, permission, pattern)
+        for rule in reversed(self.rules):
+            if wildcard_match(rule.permission, permission) and wildcard_match(
+                rule.pattern, pattern
+            ):
+                return rule
+        return None
 
     def decide_one(self, permission: str, pattern: str) -> PatternDecision:
         rule = self.last_match(permission, pattern)
@@ -352,7 +357,12 @@ class Ruleset:
     def disabled(self, permission: str) -> bool:
         """A tool is hidden when the last rule matching its permission (pattern ignored) is
         a deny with pattern ``*``, among ``rules`` or among ``tighten``."""
-        return _disables(self.rules, permission) or _disables(self.tighten, permission)
+        for rule in reversed(self.rules):
+            if wildcard_match(rule.permission, permission):
+                if rule.pattern == "*" and rule.action == "deny":
+                    return True
+                break
+        return bool(self.tighten) and _disables(self.tighten, permission)
 
     def matching(self, permission: str) -> list[Rule]:
         """The rules whose permission matches (for messages)."""

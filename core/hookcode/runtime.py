@@ -399,7 +399,9 @@ class Runtime:
         rules = self.base_rules(agent)
         session = self.session_rules.get(session_id) if session_id is not None else None
         rules = rules + session if session else list(rules)
-        tighten = self.tightening_rules(agent)
+        tighten = self._tightening.get(agent)
+        if tighten is None:
+            tighten = self.tightening_rules(agent)
         if not approvals:
             return Ruleset(rules, [], tighten=tighten)
         # read when a pattern the rules leave at "ask" needs them (not for calls they allow)

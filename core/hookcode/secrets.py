@@ -182,6 +182,9 @@ def _probes(values: list[str]) -> list[tuple[str, list[tuple[str, int]]]]:
     return list(groups.items())
 
 
+#: the types of values that hold no text (most of a tool call's arguments and metadata)
+_SCALARS = frozenset({int, float, bool, type(None)})
+
 #: after this many anchor hits that were not the secret, a text is searched for the secret
 #: itself (a text full of the anchor character would otherwise cost a Python loop per hit)
 _HITS = 8
@@ -269,33 +272,40 @@ class Redactor:
         return self._walk(value)
 
     def _walk(self, value: Any) -> Any:
-        if isinstance(value, str):
+        kind = type(value)
+        if kind is str:
             return value if len(value) < self.shortest else self.redact(value)
-        if isinstance(value, dict):
+        if kind in _SCALARS:
+            return value
+        if kind is dict or isinstance(value, dict):
             # one look first (most values are clean: nothing is built), then the copy
             for key, item in value.items():
-                if self._changes(key) or self._changes(item):
+                if self._dirty(key) or self._dirty(item):
                     break
             else:
                 return value
             return {self._walk(key): self._walk(item) for key, item in value.items()}
-        if isinstance(value, list | tuple):
+        if kind is list or kind is tuple or isinstance(value, list | tuple):
             for item in value:
-                if self._changes(item):
+                if self._dirty(item):
                     break
             else:
                 return value
             items = [self._walk(item) for item in value]
             return items if isinstance(value, list) else tuple(items)
+        if isinstance(value, str):  # a str subclass
+            return value if len(value) < self.shortest else self.redact(value)
         return value
 
-    def _changes(self, value: Any) -> bool:
-        """Whether :meth:`_walk` would change ``value``."""
-        if isinstance(value, str):
+    def _dirty(self, value: Any) -> bool:
+        """Whether :meth:`_walk` would change ``value`` (short texts and numbers are decided
+        here, without a call)."""
+        kind = type(value)
+        if kind is str:
             return len(value) >= self.shortest and self.redact(value) is not value
-        if isinstance(value, dict | list | tuple):
-            return self._walk(value) is not value
-        return False
+        if kind in _SCALARS:
+            return False
+        return self._walk(value) is not value
 
     def settled(self, text: str) -> str:
         """The part of a text that is still growing (a model's reply as it streams) that may
@@ -406,6 +416,8 @@ class Secrets:
         ``extra_env``, e.g. the audit plugin's ``[audit] redact``)."""
         now = time.monotonic()
         redactor = self._redactor
+        if not extra_env and redactor is not None and now < self._next_check:
+            return redactor  # every tool call asks: the common case first
         if redactor is None or now >= self._next_check:
             with self._lock:
                 key = self._files_key_now()

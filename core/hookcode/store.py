@@ -304,7 +304,16 @@ _ENCODER = json.JSONEncoder(ensure_ascii=False)
 def _dumps(value: Any) -> str:
     if not value and type(value) in (dict, list):  # most parts' metadata or attachments
         return "{}" if type(value) is dict else "[]"
-    return storable(_ENCODER.encode(value))
+    return _ENCODER.encode(value)
+
+
+def _execute(conn: sqlite3.Connection, statement: str, values: list[Any]) -> sqlite3.Cursor:
+    """``conn.execute``; text that SQLite cannot take (a lone surrogate) is made storable and
+    the statement run again (nothing was written: the values are encoded before it runs)."""
+    try:
+        return conn.execute(statement, values)
+    except UnicodeEncodeError:
+        return conn.execute(statement, [storable(v) for v in values])
 
 
 def storable(value: Any) -> Any:
@@ -633,21 +642,19 @@ class Store:
     def save_tool_part(self, part: ToolPartRecord) -> None:
         """Insert or replace the part with ``part.id``; a replaced part keeps its position."""
         values = [
-            _dumps(getattr(part, name))
-            if name in _PART_JSON_COLUMNS
-            else storable(getattr(part, name))
+            _dumps(getattr(part, name)) if name in _PART_JSON_COLUMNS else getattr(part, name)
             for name in _PART_COLUMNS
         ]
         with self._lock:
             if self._depth:  # inside a transaction(): join it
                 with self._write() as conn:
-                    conn.execute(_PART_UPSERT, values)
+                    _execute(conn, _PART_UPSERT, values)
                 return
             # a single statement outside a transaction is its own transaction (autocommit,
             # taking the write lock at once like BEGIN IMMEDIATE), committed before execute
             # returns: the same guarantee as _write() in one statement instead of three
             try:
-                self._conn.execute(_PART_UPSERT, values)
+                _execute(self._conn, _PART_UPSERT, values)
             except sqlite3.Error as exc:
                 if self._conn.in_transaction:
                     self._conn.execute("ROLLBACK")
@@ -844,16 +851,17 @@ class Store:
             if k not in ("id", "session_id", "role", "created", "parts")
         }
         with self._write() as conn:
-            conn.execute(
+            _execute(
+                conn,
                 "INSERT INTO messages (id, session_id, role, created, data) VALUES (?,?,?,?,?) "
                 "ON CONFLICT(id) DO UPDATE SET data = excluded.data",
-                (
+                [
                     message["id"],
                     message["session_id"],
                     message["role"],
                     message["created"],
                     _dumps(data),
-                ),
+                ],
             )
 
     def save_part(self, part: dict[str, Any]) -> None:
@@ -865,10 +873,11 @@ class Store:
             k: v for k, v in part.items() if k not in ("id", "session_id", "message_id", "type")
         }
         with self._write() as conn:
-            conn.execute(
+            _execute(
+                conn,
                 "INSERT INTO parts (id, session_id, message_id, type, data) VALUES (?,?,?,?,?) "
                 "ON CONFLICT(id) DO UPDATE SET data = excluded.data",
-                (part["id"], part["session_id"], part["message_id"], part["type"], _dumps(data)),
+                [part["id"], part["session_id"], part["message_id"], part["type"], _dumps(data)],
             )
 
     def delete_part(self, id: str) -> None:
@@ -965,9 +974,10 @@ class Store:
 
     def set_state(self, session_id: str, key: str, value: Any) -> None:
         with self._write() as conn:
-            conn.execute(
+            _execute(
+                conn,
                 "INSERT OR REPLACE INTO session_state (session_id, key, value) VALUES (?,?,?)",
-                (session_id, key, _dumps(value)),
+                [session_id, key, _dumps(value)],
             )
 
     # -- todos ---------------------------------------------------------------------------------

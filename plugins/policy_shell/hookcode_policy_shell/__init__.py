@@ -31,6 +31,8 @@ if TYPE_CHECKING:  # imported where used: start-up does not load the permission 
 
 __all__ = [
     "READ_ONLY_ALLOW",
+    "READ_ONLY_GIT",
+    "READ_ONLY_NAMES",
     "READ_ONLY_SOURCE",
     "STRICT_ALLOW",
     "STRICT_ASK",
@@ -75,85 +77,29 @@ STRICT_BANNED = [
     "chromium-browser",
 ]
 
-#: the read-only part of the Go reference's safe list, and read-only readers of ours
-#: (``N *`` also matches bare ``N``); an allow by these holds only for a command the analysis
-#: proved read-only (see ``permission_ask``)
+#: the commands the analysis can prove read-only: the read-only part of the Go reference's
+#: safe list, then readers of ours (they show files, so the read rules apply to their
+#: arguments); git and go come with their sub-commands below
+READ_ONLY_NAMES = (
+    "ls", "echo", "pwd", "date", "cal", "uptime", "whoami", "id", "groups", "printenv",
+    "which", "type", "whereis", "whatis", "uname", "hostname", "df", "du", "free", "ps",
+    "cat", "head", "tail", "wc", "grep", "egrep", "fgrep", "rg", "find", "tree", "stat",
+    "file", "basename", "dirname", "realpath", "readlink", "diff", "cmp", "sort", "uniq",
+    "cut", "tr", "nl", "tac", "md5sum", "sha1sum", "sha256sum", "sha512sum", "true", "false",
+    "test", "[",
+)  # fmt: skip
+
+#: the git sub-commands that only read (others, like ``branch``, only in listing forms)
+READ_ONLY_GIT = (
+    "status", "log", "diff", "show", "ls-files", "rev-parse", "describe", "blame", "grep",
+    "shortlog",
+)  # fmt: skip
+
+#: the read-only commands as rule patterns (``N *`` also matches bare ``N``); an allow by these
+#: holds only for a command the analysis proved read-only (see ``permission_ask``)
 STRICT_ALLOW = [
-    *(
-        f"{name} *"
-        for name in [
-            "ls",
-            "echo",
-            "pwd",
-            "date",
-            "cal",
-            "uptime",
-            "whoami",
-            "id",
-            "groups",
-            "printenv",
-            "which",
-            "type",
-            "whereis",
-            "whatis",
-            "uname",
-            "hostname",
-            "df",
-            "du",
-            "free",
-            "ps",
-            # readers (ours): they show files, so the read rules apply to their arguments
-            "cat",
-            "head",
-            "tail",
-            "wc",
-            "grep",
-            "egrep",
-            "fgrep",
-            "rg",
-            "find",
-            "tree",
-            "stat",
-            "file",
-            "basename",
-            "dirname",
-            "realpath",
-            "readlink",
-            "diff",
-            "cmp",
-            "sort",
-            "uniq",
-            "cut",
-            "tr",
-            "nl",
-            "tac",
-            "md5sum",
-            "sha1sum",
-            "sha256sum",
-            "sha512sum",
-            "true",
-            "false",
-            "test",
-            "[",
-        ]
-    ),
-    *(
-        f"git {sub} *"
-        for sub in (
-            [
-                "status",
-                "log",
-                "diff",
-                "show",
-                "ls-files",
-                "rev-parse",
-                "describe",
-                "blame",
-                "grep",
-                "shortlog",
-            ]
-        )
-    ),
+    *(f"{name} *" for name in READ_ONLY_NAMES),
+    *(f"git {sub} *" for sub in READ_ONLY_GIT),
     # branch / tag / remote: bare or listing forms only
     "git branch",
     *(

@@ -68,6 +68,9 @@ from hookcode_policy_shell.commands import (
     WRITE,
     sensitive_variable,
 )
+from hookcode_policy_shell.nodes import REDIRECTS
+from hookcode_policy_shell.nodes import operator as _operator
+from hookcode_policy_shell.nodes import text as _text
 from hookcode_policy_shell.paths import SPECIAL_FILES, Places
 from hookcode_policy_shell.programs import judge
 from hookcode_policy_shell.words import (
@@ -86,7 +89,7 @@ from hookcode_policy_shell.words import (
     unescape_word,
     unquoted_problem,
 )
-from hookcode_policy_shell.wrappers import DONE, REDIRECTS, WRAPPERS
+from hookcode_policy_shell.wrappers import DONE, WRAPPERS
 
 __all__ = ["Analysis", "analyze", "parse"]
 
@@ -132,10 +135,6 @@ def parse(source: str) -> Any:
 
         _parser = tree_sitter.Parser(tree_sitter.Language(tree_sitter_bash.language()))
     return _parser.parse(source.encode("utf-8", "surrogateescape"))
-
-
-def _text(node: Any) -> str:
-    return node.text.decode("utf-8", "surrogateescape")
 
 
 def analyze(command: str, cwd: str) -> ShellAnalysis:
@@ -1068,14 +1067,6 @@ def _ignored_text(root: Any, data: bytes) -> str | None:
             return gap[:12].decode("utf-8", "replace")
         position = max(position, end)
     return None
-
-
-def _operator(node: Any) -> str:
-    operator = ""
-    for child in node.children:
-        if not child.is_named:
-            operator = _text(child)
-    return operator
 
 
 def _writes_file(node: Any) -> bool:

@@ -13,6 +13,8 @@ import re
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
+from hookcode_policy_shell import READ_ONLY_GIT, READ_ONLY_NAMES
+
 __all__ = [
     "READ_ONLY",
     "SPECS",
@@ -627,85 +629,12 @@ SPECS["gawk"] = SPECS["mawk"] = SPECS["awk"]
 #: the commands whose every use (with the options they are given) reads only: the built-in
 #: agents allow them by default when every path is inside the project (the strict profile's
 #: safe list); git and go have sub-command lists of their own in the rules
-READ_ONLY = frozenset(
-    [
-        "ls",
-        "echo",
-        "pwd",
-        "date",
-        "cal",
-        "uptime",
-        "whoami",
-        "id",
-        "groups",
-        "printenv",
-        "which",
-        "type",
-        "whereis",
-        "whatis",
-        "uname",
-        "hostname",
-        "df",
-        "du",
-        "free",
-        "ps",
-        "cat",
-        "head",
-        "tail",
-        "wc",
-        "grep",
-        "egrep",
-        "fgrep",
-        "rg",
-        "find",
-        "tree",
-        "stat",
-        "file",
-        "basename",
-        "dirname",
-        "realpath",
-        "readlink",
-        "diff",
-        "cmp",
-        "sort",
-        "uniq",
-        "cut",
-        "tr",
-        "nl",
-        "tac",
-        "md5sum",
-        "sha1sum",
-        "sha256sum",
-        "sha512sum",
-        "true",
-        "false",
-        "test",
-        "[",
-        "git",
-        "go",
-    ]
-)
+READ_ONLY = frozenset([*READ_ONLY_NAMES, "git", "go"])
 
-#: read-only git sub-commands (the rules decide which forms; these are checked for options
-#: that write or run programs)
-GIT_READ_ONLY = frozenset(
-    [
-        "status",
-        "log",
-        "diff",
-        "show",
-        "ls-files",
-        "rev-parse",
-        "describe",
-        "blame",
-        "grep",
-        "shortlog",
-        "branch",
-        "tag",
-        "remote",
-        "config",
-    ]
-)
+#: read-only git sub-commands (checked for options that write or run programs), and those
+#: read-only only in their listing forms (``git branch``, ``git config --get``)
+GIT_READ_ONLY = frozenset(READ_ONLY_GIT)
+GIT_LISTING = frozenset(["branch", "tag", "remote", "config"])
 #: git options that make a read-only sub-command write a file or run a program
 GIT_UNSAFE_OPTIONS = ("--output", "-O", "--open-files-in-pager", "--ext-diff", "--textconv")
 

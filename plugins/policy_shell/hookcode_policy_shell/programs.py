@@ -12,6 +12,8 @@ from typing import Any
 from hookcode.configfiles import find_worktree
 
 from hookcode_policy_shell.commands import (
+    GIT_LISTING,
+    GIT_READ_ONLY,
     GIT_UNSAFE_OPTIONS,
     GO_READ_ONLY,
     GO_UNSAFE_OPTIONS,
@@ -402,20 +404,9 @@ def _s_git(a: Walker, name: str, args: list[Word], depth: int) -> bool:
         for path in _repository_files(a, workdir, ".gitmodules"):
             a.path_argument(Word(path, path), WRITE)
     _git_files(a, sub, rest)
-    if sub in ("branch", "tag", "remote", "config"):
+    if sub in GIT_LISTING:
         safe = safe and _git_listing(sub, values)
-    elif sub not in (
-        "status",
-        "log",
-        "diff",
-        "show",
-        "ls-files",
-        "rev-parse",
-        "describe",
-        "blame",
-        "grep",
-        "shortlog",
-    ):
+    elif sub not in GIT_READ_ONLY:
         safe = False
     return safe
 

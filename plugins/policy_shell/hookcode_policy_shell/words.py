@@ -255,36 +255,29 @@ _EXPANSION_START = re.compile(r"[A-Za-z_0-9{(\[@*#?$!\-'\"]")
 def unquoted_problem(text: str) -> str | None:
     """For the text of an unquoted word leaf: an unescaped backtick or ``$`` that starts an
     expansion means tree-sitter took for literal text what bash will expand."""
+    return _hidden_expansion(text, quoted=False)
+
+
+def double_quoted_problem(text: str) -> str | None:
+    """The same check for literal text inside double quotes: there a backslash escapes only
+    ``$ ` " \\`` and newline, and ``$'`` / ``$"`` are literal."""
+    return _hidden_expansion(text, quoted=True)
+
+
+def _hidden_expansion(text: str, *, quoted: bool) -> str | None:
     if "`" not in text and "$" not in text:
         return None
     i = 0
     while i < len(text):
         c = text[i]
         if c == "\\":
-            i += 2
+            escapes = not quoted or (i + 1 < len(text) and text[i + 1] in '$`"\\\n')
+            i += 2 if escapes else 1
             continue
         if c == "`":
             return "a backtick the parser did not read as a command substitution"
         if c == "$" and i + 1 < len(text) and _EXPANSION_START.match(text[i + 1]):
-            return f"an expansion the parser did not read as one ({text[i : i + 12]!r})"
-        i += 1
-    return None
-
-
-def double_quoted_problem(text: str) -> str | None:
-    """The same check for literal text inside double quotes (or an unquoted here-document
-    body): there a backslash escapes only ``$ ` " \\`` and newline."""
-    i = 0
-    while i < len(text):
-        c = text[i]
-        if c == "\\":
-            i += 2 if i + 1 < len(text) and text[i + 1] in '$`"\\\n' else 1
-            continue
-        if c == "`":
-            return "a backtick command substitution inside a string"
-        if c == "$" and i + 1 < len(text) and _EXPANSION_START.match(text[i + 1]):
-            nxt = text[i + 1]
-            if nxt in "'\"":  # "$'" and '$"' are literal inside double quotes
+            if quoted and text[i + 1] in "'\"":
                 i += 1
                 continue
             return f"an expansion the parser did not read as one ({text[i : i + 12]!r})"

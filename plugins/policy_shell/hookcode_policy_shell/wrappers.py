@@ -9,6 +9,9 @@ import re
 from typing import Any
 
 from hookcode_policy_shell.commands import READ, WRITE
+from hookcode_policy_shell.nodes import REDIRECTS
+from hookcode_policy_shell.nodes import operator as _operator
+from hookcode_policy_shell.nodes import text as _text
 from hookcode_policy_shell.walker import Walker
 from hookcode_policy_shell.words import (
     Word,
@@ -29,19 +32,6 @@ OTHER_SHELLS = frozenset(
     ["zsh", "ksh", "ksh93", "mksh", "pdksh", "fish", "csh", "tcsh", "nu", "xonsh", "elvish",
      "pwsh", "powershell", "busybox", "yash", "oksh", "rc", "es"]
 )  # fmt: skip
-REDIRECTS = frozenset(("file_redirect", "heredoc_redirect", "herestring_redirect"))
-
-
-def _text(node: Any) -> str:
-    return node.text.decode("utf-8", "surrogateescape")
-
-
-def _operator(node: Any) -> str:
-    operator = ""
-    for child in node.children:
-        if not child.is_named:
-            operator = _text(child)
-    return operator
 
 
 DONE: Any = object()

@@ -300,15 +300,9 @@ def _start_time(pid: int) -> str:
 def _alive(pid: int, start: str) -> bool:
     """Whether the process that wrote a record still runs (its start time, where known,
     tells a reused pid apart)."""
-    if start:
-        return _start_time(pid) == start
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    return True
+    from hookcode.guardian import pid_alive
+
+    return pid_alive(pid, int(start) if start.isdigit() else None)
 
 
 def write_text(

@@ -128,6 +128,26 @@ def start_time(pid: int) -> int | None:
     return None if info is None else info[2]
 
 
+def pid_alive(pid: int, start: int | None = None) -> bool:
+    """Whether process ``pid`` runs on this machine: it exists and is not a zombie (exited,
+    not yet reaped); with ``start`` (:func:`start_time`), only the process that started then
+    counts, never a later one that was given the same pid."""
+    if pid <= 0:
+        return False
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        pass  # someone else's: it exists
+    except OSError:
+        return False
+    info = proc_stat(pid)
+    if info is None:
+        return not HAVE_PROC and start is None  # no /proc: the signal probe is all we have
+    return info[1] != "Z" and (start is None or info[2] == start)
+
+
 def proc_table() -> dict[int, Stat]:
     """Every process: pid -> :func:`proc_stat`."""
     table: dict[int, Stat] = {}

@@ -1012,19 +1012,7 @@ class Store:
 
 
 def pid_alive(pid: int) -> bool:
-    """Whether process ``pid`` exists on this machine (a zombie counts as dead)."""
-    if pid <= 0:
-        return False
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    except OSError:
-        return False
-    try:  # a zombie (exited, not yet reaped) is not running anything
-        with open(f"/proc/{pid}/stat", "rb") as f:
-            return f.read().rsplit(b")", 1)[-1].split()[0] != b"Z"
-    except OSError:
-        return True
+    """Whether process ``pid`` runs on this machine (a zombie counts as dead)."""
+    from hookcode.guardian import pid_alive as alive
+
+    return alive(pid)

@@ -383,13 +383,28 @@ def _disables(rules: list[Rule], permission: str) -> bool:
     return False
 
 
+#: how many rules a deny message lists at most (the model reads them)
+DENY_MESSAGE_RULES = 24
+
+
 def deny_message(rules: list[Rule]) -> str:
+    """The model-visible text of a deny, listing the rules of the permission (reference:
+    "some of the relevant rules"). Past :data:`DENY_MESSAGE_RULES` (the shell policy's
+    default rules alone are a hundred), the denying rules and the last ones, the user's own,
+    are listed and the rest counted."""
+    shown = list(rules)
+    if len(shown) > DENY_MESSAGE_RULES:
+        keep = {id(r) for r in shown if r.action == "deny"}
+        keep |= {id(r) for r in shown[-DENY_MESSAGE_RULES:]}
+        shown = [r for r in shown if id(r) in keep][-DENY_MESSAGE_RULES:]
     relevant = [
-        {"permission": r.permission, "pattern": r.pattern, "action": r.action} for r in rules
+        {"permission": r.permission, "pattern": r.pattern, "action": r.action} for r in shown
     ]
+    more = len(rules) - len(shown)
     return (
         "The user has specified a rule which prevents you from using this specific tool call. "
         f"Here are some of the relevant rules {json.dumps(relevant)}"
+        + (f" (and {more} more)" if more else "")
     )
 
 

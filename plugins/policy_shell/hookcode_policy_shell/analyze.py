@@ -65,29 +65,21 @@ from hookcode_policy_shell.commands import (
     READ,
     READ_ONLY,
     SPECS,
-    WRITE,
-    sensitive_variable,
 )
+from hookcode_policy_shell.expand import Expansions
 from hookcode_policy_shell.nodes import REDIRECTS
-from hookcode_policy_shell.nodes import operator as _operator
+from hookcode_policy_shell.nodes import enclosing_redirects as _enclosing_redirects
+from hookcode_policy_shell.nodes import norm_word as _norm_word
+from hookcode_policy_shell.nodes import redirect_text as _redirect_text
 from hookcode_policy_shell.nodes import text as _text
-from hookcode_policy_shell.paths import SPECIAL_FILES, Places
+from hookcode_policy_shell.nodes import writes_file as _writes_file
+from hookcode_policy_shell.paths import Places
 from hookcode_policy_shell.programs import judge
+from hookcode_policy_shell.redirects import Redirections
+from hookcode_policy_shell.source import parse, read_source
+from hookcode_policy_shell.statements import Statements
 from hookcode_policy_shell.words import (
-    BRACE,
     Word,
-    ansi_c,
-    arithmetic_is_static,
-    backtick_body,
-    double_quoted_problem,
-    expansion_choices,
-    expansion_problem,
-    heredoc_body_problem,
-    heredoc_delimiter,
-    input_problem,
-    unescape_double,
-    unescape_word,
-    unquoted_problem,
 )
 from hookcode_policy_shell.wrappers import DONE, WRAPPERS
 
@@ -117,24 +109,10 @@ _MAY_ASSIGN = re.compile(
 )
 _BLANKS = re.compile(r"[ \t\n]")
 #: what tree-sitter-bash may skip as "extra" text besides blanks: a backslash before a blank
-_DROPPED = re.compile(r"\\[ \t\v\f\r]")
 #: combinations of a loop variable's values inside one word that are followed
 MAX_COMBINATIONS = 64
 #: how deeply strings given to shells are parsed
 MAX_DEPTH = 8
-
-_parser: Any = None
-
-
-def parse(source: str) -> Any:
-    """The tree-sitter tree of ``source`` (the parser is created on first use)."""
-    global _parser
-    if _parser is None:
-        import tree_sitter
-        import tree_sitter_bash
-
-        _parser = tree_sitter.Parser(tree_sitter.Language(tree_sitter_bash.language()))
-    return _parser.parse(source.encode("utf-8", "surrogateescape"))
 
 
 def analyze(command: str, cwd: str) -> ShellAnalysis:
@@ -150,56 +128,14 @@ def analyze(command: str, cwd: str) -> ShellAnalysis:
 # ---------------------------------------------------------------------------------------------
 
 
-def _join_continuations(source: str) -> tuple[str | None, str | None]:
-    """(``source`` with every backslash-newline that bash removes removed, or None when there
-    is none; a reason when one sits where bash's handling is not modelled).
-
-    Bash removes a backslash-newline everywhere except inside single quotes, ``$'...'``,
-    comments and the bodies of here-documents with a quoted delimiter; tree-sitter instead
-    splits ``r\\<newline>m`` into two words."""
-    if "\\\n" not in source:
-        return None, None
-    tree = parse(source)
-    data = source.encode("utf-8", "surrogateescape")
-    cut: list[int] = []
-    for m in re.finditer(rb"(\\+)\n", data):
-        if len(m.group(1)) % 2 == 0:
-            continue
-        at = m.end() - 2
-        node = tree.root_node.descendant_for_byte_range(at, at + 1)
-        keep = False
-        while node is not None:
-            if node.type in ("raw_string", "ansi_c_string", "comment"):
-                keep = True
-                break
-            if node.type == "heredoc_redirect":
-                start = next((c for c in node.children if c.type == "heredoc_start"), None)
-                parsed = heredoc_delimiter(_text(start)) if start is not None else None
-                if parsed is not None and parsed[1]:
-                    keep = True  # a quoted delimiter: the body is literal
-                    break
-                return None, "a backslash-newline inside a here-document"
-            node = node.parent
-        if not keep:
-            cut.append(at)
-    if not cut:
-        return None, None
-    out = bytearray()
-    last = 0
-    for at in cut:
-        out += data[last:at]
-        last = at + 2
-    out += data[last:]
-    return out.decode("utf-8", "surrogateescape"), None
-
-
 # ---------------------------------------------------------------------------------------------
 # the analysis
 # ---------------------------------------------------------------------------------------------
 
 
-class Analysis:
-    """One analysis: the state of the walk and what it found."""
+class Analysis(Expansions, Redirections, Statements):
+    """One analysis: the state of the walk and what it found (words: :class:`Expansions`,
+    redirections: :class:`Redirections`, assignments and tests: :class:`Statements`)."""
 
     def __init__(self, cwd: str) -> None:
         self.places = Places(cwd, self.opaque)
@@ -235,25 +171,9 @@ class Analysis:
         if depth > MAX_DEPTH:
             self.opaque("commands nested too deeply to follow")
             return
-        problem = input_problem(source)
-        if problem is not None:
-            self.opaque(f"the command may be read differently by bash: {problem}")
-        joined, why = _join_continuations(source)
-        if why is not None:
-            self.opaque(f"the command may be read differently by bash: {why}")
-        if joined is not None:
-            source = joined
-        tree = parse(source)
-        root = tree.root_node
-        if root.has_error:
-            self.opaque("the command could not be parsed")
-        elif _DROPPED.search(source):
-            ignored = _ignored_text(root, source.encode("utf-8", "surrogateescape"))
-            if ignored is not None:
-                self.opaque(
-                    f"the parser skipped {ignored!r}, which bash reads (a backslash before a "
-                    "blank, say): they would not see the same command"
-                )
+        root, problems = read_source(source)
+        for problem in problems:
+            self.opaque(problem)
         if depth == 0:
             self.block(root, depth)
             return
@@ -410,413 +330,7 @@ class Analysis:
             self.statement(body, depth)
         self.places.restore(saved)
 
-    def _test(self, node: Any, depth: int) -> None:
-        """``[[ ... ]]`` and ``[ ... ]``: operands are words; arithmetic comparisons in
-        ``[[`` and ``-v`` in both evaluate names, so their operands must be plain."""
-        double = bool(node.children) and node.children[0].type == "[["
-        self.test_expression(node, depth, double)
-
-    def test_expression(self, node: Any, depth: int, double: bool) -> None:
-        for child in node.named_children:
-            kind = child.type
-            if kind in ("binary_expression", "unary_expression", "parenthesized_expression"):
-                operator = child.child_by_field_name("operator")
-                op = _text(operator) if operator is not None else ""
-                operands = [c for c in child.named_children if c != operator]
-                if op in ("-eq", "-ne", "-lt", "-le", "-gt", "-ge") and double:
-                    for operand in operands:
-                        if not re.fullmatch(r"-?[0-9]+", _text(operand)):
-                            self.opaque(
-                                f"[[ ... {op} ... ]] evaluates its operands as arithmetic "
-                                f"({_text(operand)!r} is not a plain number)"
-                            )
-                elif op in ("-v", "-R"):
-                    for operand in operands:
-                        if not re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*", _text(operand)):
-                            self.opaque(
-                                f"{op} {_text(operand)!r} evaluates a subscript or a name that "
-                                "is not static"
-                            )
-                self.test_expression(child, depth, double)
-            elif kind == "test_operator":
-                continue
-            elif kind == "regex":
-                problem = unquoted_problem(_text(child))
-                if problem:
-                    self.opaque(problem)
-            else:
-                self.word(child, depth)
-
-    def _declaration(self, node: Any, depth: int) -> None:
-        """``declare``/``typeset``/``local``/``export``/``readonly``: a pattern of its own;
-        an assignment to a variable that changes what runs, the integer or nameref
-        attribute, or a name that is not static make it opaque."""
-        keyword = node.children[0].type if node.children else ""
-        flags = ""
-        for child in node.named_children:
-            if child.type == "word":
-                value = _text(child)
-                if value.startswith(("-", "+")):
-                    flags += value[1:]
-                    continue
-                self.assigns(value, keyword)
-            elif child.type == "variable_assignment":
-                self.assignment(child, depth, keyword)
-            elif child.type in ("variable_name",):
-                self.assigns(_text(child), keyword)
-            else:
-                w = self.word(child, depth)
-                if w.value is None:
-                    self.opaque(f"{keyword} with a name that is not static")
-                else:
-                    self.assigns(w.value.split("=", 1)[0], keyword)
-        if "i" in flags or "n" in flags:
-            self.opaque(f"{keyword} -{flags}: the integer and nameref attributes evaluate values")
-        if "f" in flags and keyword in ("export", "declare", "typeset"):
-            pass  # listing or exporting functions: nothing runs
-        self.emit_text(node)
-
-    def _unset(self, node: Any, depth: int) -> None:
-        for child in node.named_children:
-            w = self.word(child, depth)
-            if w.value is None:
-                self.opaque("unset with a name that is not static")
-            elif not w.value.startswith("-"):
-                self.assigns(w.value, "unset")
-        self.emit_text(node)
-
-    def _assignment(self, node: Any, depth: int) -> None:
-        self.assignment(node, depth, "an assignment")
-        self.emit_text(node)
-
-    def _assignments(self, node: Any, depth: int) -> None:
-        for child in node.named_children:
-            if child.type == "variable_assignment":
-                self.assignment(child, depth, "an assignment")
-            else:
-                self.statement(child, depth)
-        self.emit_text(node)
-
-    def emit_text(self, node: Any) -> None:
-        """A statement that is not a simple command but changes state (``export X=1``,
-        ``X=1``): its text is a pattern of its own."""
-        text = " ".join(_text(node).split())
-        self.commands.setdefault(text, None)
-        first = text.split(" ", 1)[0]
-        self.always.setdefault(first if "=" in first else first + " *", None)
-
     # -- assignments ------------------------------------------------------------------------
-    def assigns(self, name: str, how: str) -> None:
-        """``how`` assigns the variable ``name``."""
-        if sensitive_variable(name):
-            self.opaque(f"{how} assigns {name}, which changes what runs or how the shell reads")
-
-    def assignment(self, node: Any, depth: int, how: str, *, prefix: bool = False) -> None:
-        name_node = node.child_by_field_name("name")
-        name = _text(name_node) if name_node is not None else ""
-        if name_node is not None and name_node.type == "subscript":
-            index = name_node.child_by_field_name("index")
-            if index is None or not re.fullmatch(r"[0-9]+", _text(index)):
-                self.opaque(f"the subscript of {name} is evaluated as arithmetic")
-            name = _text(name_node.child_by_field_name("name") or name_node)
-        if prefix:
-            # the full form is a pattern of its own (the rules judge it); PATH and the start-up
-            # files change which program this very command is
-            if name in ("PATH", "BASH_ENV", "ENV") or not re.fullmatch(r"\w+", name):
-                self.opaque(f"{name}=... changes which program the command runs")
-        else:
-            self.assigns(name, how)
-        for i, child in enumerate(node.children):
-            if node.field_name_for_child(i) == "value":
-                if child.type == "array":
-                    for element in child.named_children:
-                        text = _text(element)
-                        if text.startswith("[") and not re.match(r"\[[0-9]+\]=", text):
-                            self.opaque(f"the array index in {text!r} is evaluated as arithmetic")
-                        self.word(element, depth)
-                else:
-                    self.word(child, depth)
-
-    def arithmetic_text(self, inner: str, where: str) -> None:
-        if not arithmetic_is_static(inner):
-            self.opaque(
-                f"{where} holds names or expansions: arithmetic evaluates a name's value in "
-                "turn, which can run commands"
-            )
-
-    # -- words ------------------------------------------------------------------------------
-    def word(self, node: Any, depth: int, *, quoted: bool = False) -> Word:
-        """The :class:`Word` of a node; nested substitutions are walked, and anything outside
-        the understood subset makes the command opaque."""
-        kind = node.type
-        text = _text(node)
-        if quoted:
-            text = text.lstrip(" \t\n")  # blanks of the string, folded into the token
-        if kind == "word":
-            problem = unquoted_problem(text)
-            if problem:
-                self.opaque(problem)
-                return Word(text, None, node=node)
-            value, mask = unescape_word(text)
-            return Word(text, value, mask, node)
-        if kind == "number":
-            if not re.fullmatch(r"[0-9]+", text):
-                problem = unquoted_problem(text)
-                if problem:
-                    self.opaque(problem)
-                    return Word(text, None, node=node)
-            return Word(text, text, text, node)
-        if kind == "raw_string":
-            body = text[1:-1]
-            return Word(text, body, "\0" * len(body), node)
-        if kind == "ansi_c_string":
-            decoded = ansi_c(text[2:-1])
-            if decoded is None:
-                return Word(text, None, node=node)
-            return Word(text, decoded, "\0" * len(decoded), node)
-        if kind == "string":
-            return self.string(node, depth)
-        if kind == "concatenation":
-            return self.concatenation(node, depth)
-        if kind == "simple_expansion":
-            if any(
-                c.type not in ("variable_name", "special_variable_name", "$") for c in node.children
-            ):
-                self.opaque(f"the expansion {text!r} is not understood")
-            return self.variable(text, node, quoted)
-        if kind == "expansion":
-            problem = expansion_problem(text)
-            if problem:
-                self.opaque(problem)
-                self.extract(node, depth)  # command substitutions inside, for deny rules
-                return Word(text, None, node=node)
-            return self.variable(text, node, quoted)
-        if kind == "command_substitution":
-            self.substitution(node, depth, quoted)
-            return Word(text, None, node=node)
-        if kind == "arithmetic_expansion":
-            inner = text[3:-2] if text.startswith("$((") else text[2:-1]
-            self.arithmetic_text(inner, f"the arithmetic {text}")
-            self.extract(node, depth)
-            return Word(text, None, node=node)
-        if kind == "process_substitution":
-            self.scoped(node, depth)
-            return Word(text, None, node=node)
-        if kind == "brace_expression":
-            return Word(text, None, node=node)
-        if kind in ("extglob_pattern", "regex"):
-            problem = unquoted_problem(text)
-            if problem:
-                self.opaque(problem)
-            return Word(text, None, node=node)
-        self.opaque(f"the word {text!r} ({kind}) is not understood")
-        self.extract(node, depth)
-        return Word(text, None, node=node)
-
-    def harmless(self, w: Word) -> bool:
-        """Whether an argument cannot turn into an option of a read-only command: static, a
-        loop variable with no option-like value, a glob whose matches (now) are not
-        option-like (``sort *`` with a file named ``--output=x`` would write)."""
-        if not w.harmless:
-            return False
-        if BRACE.search(w.mask):
-            return False
-        if w.value is not None and w.glob and w.mask[:1] in ("*", "?", "["):
-            for base in self.places.cwds:
-                matches = self.places.expand_glob(base, w.value, w.mask)[1]
-                if any(m.rpartition("/")[2].startswith("-") for m in matches):
-                    return False
-        return True
-
-    def variable(self, text: str, node: Any, quoted: bool) -> Word:
-        """``$name`` / ``${name}``: dynamic; for a loop variable, the words it may become."""
-        match = re.fullmatch(r"\$\{?([A-Za-z_][A-Za-z0-9_]*)\}?", text)
-        bound = self.loops.get(match.group(1)) if match else None
-        if bound is None or (not quoted and any(_BLANKS.search(v) for v in bound)):
-            return Word(text, None, node=node)  # unknown, or split into more words
-        return Word(text, None, node=node, choices=expansion_choices(bound, quoted))
-
-    def string(self, node: Any, depth: int) -> Word:
-        """A double-quoted string. Tree-sitter folds blanks into the tokens around them (the
-        closing quote of ``" "``, the ``$`` of ``" $x"``), so a static string's value is read
-        from its text, as bash reads it; with expansions inside, each part is checked."""
-        text = _text(node)
-        inner = [c for c in node.children if c.type != '"']
-        if len(inner) == 1 and inner[0].type in ("simple_expansion", "expansion"):
-            # "$name": the quoted value, one word
-            only = self.word(inner[0], depth, quoted=True)
-            return Word(text, None, node=node, choices=only.choices)
-        if not (text.startswith('"') and text.endswith('"') and len(text) >= 2):
-            self.opaque(f"the string {text!r} is not understood")
-            return Word(text, None, node=node)
-        if all(c.type == "string_content" for c in inner):
-            body = text[1:-1]
-            problem = double_quoted_problem(body)
-            if problem:
-                self.opaque(problem)
-                return Word(text, None, node=node)
-            value = unescape_double(body)
-            return Word(text, value, "\0" * len(value), node)
-        position = node.start_byte
-        for child in node.children:
-            gap = node.text[position - node.start_byte : child.start_byte - node.start_byte]
-            if gap.strip():
-                self.opaque(f"the string {text!r} is not understood")
-            position = child.end_byte
-            kind = child.type
-            if not child.is_named:
-                if _text(child).strip() != kind.strip():
-                    self.opaque(f"the string {text!r} is not understood ({_text(child)!r})")
-            elif kind == "string_content":
-                problem = double_quoted_problem(_text(child))
-                if problem:
-                    self.opaque(problem)
-            elif kind in (
-                "simple_expansion",
-                "expansion",
-                "command_substitution",
-                "arithmetic_expansion",
-            ):
-                self.word(child, depth, quoted=True)
-            else:
-                self.opaque(f"the string {text!r} is not understood ({kind})")
-        return Word(text, None, node=node)
-
-    def concatenation(self, node: Any, depth: int) -> Word:
-        text = _text(node)
-        parts: list[Word] = []
-        understood = True
-        position = node.start_byte
-        for child in node.children:
-            if child.start_byte != position or not child.is_named:
-                self.opaque(f"the word {text!r} is not understood")
-                understood = False
-            position = child.end_byte
-            if child.is_named:
-                parts.append(self.word(child, depth))
-        if position != node.end_byte:
-            self.opaque(f"the word {text!r} is not understood")
-            understood = False
-        if understood and all(p.value is not None for p in parts):
-            return Word(
-                text, "".join(p.value or "" for p in parts), "".join(p.mask for p in parts), node
-            )
-        if understood and all(p.known for p in parts):
-            # a loop variable inside a word (`-l$f`, `$dir/x`): each combination (its values
-            # are single words: one with a blank, unquoted, is not followed)
-            combos: list[tuple[str, str]] = [("", "")]
-            for p in parts:
-                options = [(p.value, p.mask)] if p.value is not None else []
-                options += [(c.value or "", c.mask) for c in p.choices or ()]
-                combos = [(v + w, m + n) for v, m in combos for w, n in options]
-                if len(combos) > MAX_COMBINATIONS:
-                    break
-            else:
-                choices = [Word(v, v, m) for v, m in combos]
-                return Word(text, None, node=node, choices=choices)
-        return Word(text, None, node=node)
-
-    def substitution(self, node: Any, depth: int, quoted: bool) -> None:
-        text = _text(node).lstrip(" \t\n") if quoted else _text(node)
-        if text.startswith("`"):
-            body = backtick_body(text, quoted)
-            if body is None:
-                self.opaque("a backtick substitution that bash and the parser end differently")
-                self.scoped(node, depth)
-                return
-            saved = self.places.save()
-            self.source(body, depth + 1)
-            self.places.restore(saved)
-            return
-        if not (text.startswith("$(") and text.endswith(")")):
-            self.opaque(f"the substitution {text!r} is not understood")
-        named = node.named_children
-        if len(named) == 1 and named[0].type == "file_redirect":
-            # $(< file): the file's contents
-            operator = _operator(named[0])
-            if operator == "<":
-                target = named[0].child_by_field_name("destination")
-                if target is not None:
-                    self.path_argument(self.word(target, depth), READ)
-                    return
-        self.scoped(node, depth)
-
-    # -- redirections -----------------------------------------------------------------------
-    def redirect(self, node: Any, depth: int) -> None:
-        kind = node.type
-        if kind == "herestring_redirect":
-            for child in node.named_children:
-                self.word(child, depth)
-            return
-        if kind == "heredoc_redirect":
-            self.heredoc(node, depth)
-            return
-        operator = _operator(node)
-        for i, child in enumerate(node.children):
-            field = node.field_name_for_child(i)
-            if child.is_named and field not in ("descriptor", "destination"):
-                self.opaque(f"the redirection {_text(node)!r} is not understood")
-        if operator in (">&-", "<&-"):
-            return  # closing a descriptor
-        destination = node.child_by_field_name("destination")
-        if destination is None:
-            self.opaque(f"the redirection {_text(node)!r} is not understood")
-            return
-        if destination.type == "process_substitution":
-            self.word(destination, depth)  # `> >(cmd)`: the commands inside are judged
-            return
-        if operator in (">&", "<&") and destination.type == "number":
-            return  # a file descriptor
-        w = self.word(destination, depth)
-        if operator in (">&", "<&") and w.value == "-":
-            return
-        if operator in OUTPUT_OPERATORS:
-            self.path_argument(w, WRITE)
-        elif operator in INPUT_OPERATORS:
-            self.path_argument(w, READ)
-        else:
-            self.opaque(f"the redirection operator {operator!r} is not understood")
-
-    def heredoc(self, node: Any, depth: int) -> None:
-        start = body = end = None
-        dash = False
-        for child in node.children:
-            if child.type == "heredoc_start":
-                start = child
-            elif child.type == "heredoc_body":
-                body = child
-            elif child.type == "heredoc_end":
-                end = child
-            elif child.type == "<<-":
-                dash = True
-            elif child.type in REDIRECTS or child.type == "file_redirect":
-                self.redirect(child, depth)
-            elif child.is_named and child.type not in ("heredoc_content",):
-                # `cat <<EOF | cmd`, `<<EOF > out`: what follows the start on its line
-                self.statement(child, depth)
-        if start is None:
-            self.opaque("a here-document without a delimiter")
-            return
-        parsed = heredoc_delimiter(_text(start))
-        if parsed is None:
-            self.opaque(f"the here-document delimiter {_text(start)!r} is not a plain word")
-            return
-        delimiter, literal = parsed
-        content = _text(body) if body is not None else ""
-        lines = content.split("\n")
-        for line in lines[:-1] if content.endswith("\n") else lines:
-            if (line.lstrip("\t") if dash else line) == delimiter:
-                self.opaque("bash would end the here-document earlier than the parser does")
-                return
-        if end is None or _text(end) != delimiter:
-            self.opaque("the here-document is not closed by its delimiter")
-            return
-        if not literal and body is not None:
-            problem = heredoc_body_problem(content)
-            if problem:
-                self.opaque(problem)
-                self.block(body, depth)
-
     # -- simple commands --------------------------------------------------------------------
     def _command(self, node: Any, depth: int) -> None:
         words: list[Word] = []
@@ -1045,81 +559,3 @@ _STATEMENTS: dict[str, Any] = {
 
 
 # -- helpers --------------------------------------------------------------------------------
-
-
-def _ignored_text(root: Any, data: bytes) -> str | None:
-    """Text outside every token of the tree that is not a blank: tree-sitter dropped it (it
-    drops ``\\ `` at the start of a word, so ``ls \\ #x; rm y`` looks like ``ls`` and a
-    comment, while bash runs ``rm y``)."""
-    spans: list[tuple[int, int]] = []
-    stack = [root]
-    while stack:
-        node = stack.pop()
-        if node.child_count == 0 or node.type in ("comment", "heredoc_body", "raw_string"):
-            spans.append((node.start_byte, node.end_byte))
-        else:
-            stack.extend(node.children)
-    spans.sort()
-    position = 0
-    for start, end in [*spans, (len(data), len(data))]:
-        if start > position and data[position:start].strip(b" \t\n"):
-            gap = data[position:start].lstrip(b" \t\n")
-            return gap[:12].decode("utf-8", "replace")
-        position = max(position, end)
-    return None
-
-
-def _writes_file(node: Any) -> bool:
-    """Whether a redirection writes a file (not a descriptor, not /dev/null)."""
-    if node.type != "file_redirect":
-        return False
-    operator = _operator(node)
-    if operator not in OUTPUT_OPERATORS:
-        return False
-    destination = node.child_by_field_name("destination")
-    if destination is None:
-        return False
-    target = _text(destination)
-    if operator == ">&" and (destination.type == "number" or target == "-"):
-        return False
-    return target.strip("'\"") not in SPECIAL_FILES
-
-
-def _norm_word(w: Word, first: bool) -> str:
-    if first and w.value:
-        return w.value.rpartition("/")[2] if "/" in w.value else w.value
-    return w.pattern_text()
-
-
-def _redirect_text(node: Any) -> str:
-    if node.type == "heredoc_redirect":
-        data = node.text
-        for child in node.children:
-            if child.type == "heredoc_body":
-                data = data[: child.start_byte - node.start_byte]
-                break
-        text = data.decode("utf-8", "surrogateescape")
-    else:
-        text = _text(node)
-    return " ".join(text.split())
-
-
-def _enclosing_redirects(node: Any) -> list[Any]:
-    """Redirections of the statements that enclose ``node`` through their bodies
-    (``cmd > out``, ``{ a; b; } > out``), innermost first; stops at substitutions."""
-    found: list[Any] = []
-    child = node
-    parent = node.parent
-    while parent is not None:
-        kind = parent.type
-        if kind in ("command_substitution", "process_substitution", "command", "program"):
-            break
-        if kind == "redirected_statement":
-            if parent.child_by_field_name("body") != child:
-                break
-            found += [c for c in parent.children if c.type in REDIRECTS]
-        elif kind in REDIRECTS:
-            break
-        child = parent
-        parent = parent.parent
-    return found

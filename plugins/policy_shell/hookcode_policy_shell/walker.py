@@ -9,7 +9,7 @@ from typing import Any, Protocol
 from hookcode_policy_shell.paths import Places
 from hookcode_policy_shell.words import Word
 
-__all__ = ["Walker"]
+__all__ = ["Analyser", "Walker"]
 
 
 class Walker(Protocol):
@@ -35,3 +35,26 @@ class Walker(Protocol):
     def assigns(self, name: str, how: str) -> None: ...
 
     def arithmetic_text(self, inner: str, where: str) -> None: ...
+
+
+class Analyser(Walker, Protocol):
+    """What the parts of the analysis itself (:mod:`.expand`, :mod:`.redirects`) use of the
+    whole (:class:`hookcode_policy_shell.analyze.Analysis`)."""
+
+    #: loop variables whose values are known, inside their loops
+    loops: dict[str, list[str]]
+    #: the patterns found so far, and their "always" prefixes
+    commands: dict[str, None]
+    always: dict[str, None]
+
+    def block(self, node: Any, depth: int) -> None: ...
+
+    def statement(self, node: Any, depth: int) -> None: ...
+
+    def extract(self, node: Any, depth: int) -> None: ...
+
+    def scoped(self, node: Any, depth: int) -> None: ...
+
+    def word(self, node: Any, depth: int, *, quoted: bool = False) -> Word: ...
+
+    def redirect(self, node: Any, depth: int) -> None: ...

@@ -1,6 +1,9 @@
 """What the analyser knows about particular commands: which variables change what runs, which
 arguments name files that are read or written, and which commands are read-only.
 
+Most of this module is one table (:data:`SPECS`, about seventy commands): it is kept whole,
+over the usual size of a module, so that a command's knowledge is found in one place.
+
 The analyser (:mod:`hookcode_policy_shell.analyze`) is sound without this module: a command it
 knows nothing about is still a pattern the rules judge. What this knowledge adds is precision:
 paths checked against the project and the ``read`` rules, files written checked against the

@@ -1,12 +1,18 @@
-"""What a ``sed`` script does besides filtering text: the files its ``w``/``W`` commands and
+"""sed as the analysis reads it (:func:`judge_sed`), and what a ``sed`` script does besides
+filtering text: the files its ``w``/``W`` commands and
 ``s///w`` flags write, the files ``r``/``R`` read, and whether it runs commands (``e``,
 ``s///e``). GNU sed's syntax; a script this reader does not follow is reported as such."""
 
 from __future__ import annotations
 
+import os
 from dataclasses import dataclass, field
 
-__all__ = ["SedScript", "read_script"]
+from hookcode_policy_shell.commands import READ, RW, WRITE
+from hookcode_policy_shell.walker import Walker
+from hookcode_policy_shell.words import Word
+
+__all__ = ["SedScript", "judge_sed", "read_script"]
 
 
 @dataclass
@@ -188,3 +194,93 @@ class _Reader:
             elif not (flag.isdigit() or flag in "gpiImM "):
                 raise _Unreadable
             self.i += 1
+
+
+def judge_sed(a: Walker, name: str, args: list[Word], depth: int) -> bool:
+    """sed: the files given are read (and written with ``-i``); the script's own ``w``/``W``
+    writes and ``r``/``R`` reads are paths like any other; ``e`` runs commands (opaque)."""
+    scripts: list[str | None] = []
+    files: list[Word] = []
+    in_place = sandbox = False
+    k = 0
+    done = False
+    while k < len(args):
+        w = args[k]
+        v = w.value
+        if done or v is None or v == "-" or not v.startswith("-"):
+            files.append(w)
+            k += 1
+            continue
+        if v == "--":
+            done = True
+        elif v in ("-e", "--expression"):
+            scripts.append(args[k + 1].value if k + 1 < len(args) else None)
+            k += 1
+        elif v.startswith("--expression="):
+            scripts.append(v.split("=", 1)[1])
+        elif v in ("-f", "--file") or v.startswith("--file="):
+            target = (
+                v.split("=", 1)[1]
+                if "=" in v
+                else (args[k + 1].value if k + 1 < len(args) else None)
+            )
+            if "=" not in v:
+                k += 1
+            scripts.append(_script_file(a, target))
+        elif v in ("-l", "--line-length"):
+            k += 1
+        elif v.startswith("--in-place") or (v.startswith("-i") and not v.startswith("--")):
+            in_place = True
+        elif v == "--sandbox":
+            sandbox = True
+        elif not v.startswith("--") and len(v) > 2:
+            # a bundle of short options: -ne 'script', -i.bak is handled above, -nE
+            letters = v[1:]
+            if "i" in letters:
+                in_place = True
+            if letters.endswith("e"):
+                scripts.append(args[k + 1].value if k + 1 < len(args) else None)
+                k += 1
+            elif letters.endswith("f"):
+                scripts.append(_script_file(a, args[k + 1].value if k + 1 < len(args) else None))
+                k += 1
+        k += 1
+    if not scripts and files:
+        first = files.pop(0)
+        scripts.append(first.value)
+    safe = not in_place
+    for script in scripts:
+        found = read_script(script) if script is not None else None
+        if found is None:
+            a.opaque("a sed script that is not static or not understood can write files and run "
+                     "commands")  # fmt: skip
+            return False
+        if found.runs and not sandbox:
+            a.opaque("the sed script runs commands (e)")
+            safe = False
+        for path in [] if sandbox else found.writes:
+            if path not in ("/dev/stdout", "/dev/stderr"):
+                a.path_argument(Word(path, path), WRITE)
+                safe = False
+        for path in [] if sandbox else found.reads:
+            a.path_argument(Word(path, path), READ)
+    for w in files:
+        if w.value != "-":
+            a.path_argument(w, RW if in_place else READ)
+    return safe and all(w.harmless for w in args)
+
+
+def _script_file(a: Walker, path: str | None) -> str | None:
+    """The text of a ``sed -f`` script (checked as a file read), or None when it cannot be
+    read now."""
+    if path is None:
+        return None
+    a.path_argument(Word(path, path), READ)
+    full = os.path.join(a.places.cwds[0], path) if len(a.places.cwds) == 1 else None
+    try:
+        if full is None or os.path.getsize(full) > 1 << 16:
+            return None
+        with open(full, encoding="utf-8") as handle:
+            return handle.read()
+    except (OSError, UnicodeDecodeError):
+        return None

@@ -29,6 +29,10 @@ Nothing survives hookcode:
 
 A kill is SIGTERM, up to :data:`GRACE_SECONDS` for the tree to go (re-scanning, so what
 forks meanwhile gets it too), then SIGKILL until nothing is left.
+
+The module is one file, longer than the project's modules usually are, because it is also a
+program: started as a script with ``-I -S`` it can import nothing of hookcode, so the guardian,
+the keeper, the journal and the ``/proc`` helpers they share must stand in this one file.
 """
 
 from __future__ import annotations

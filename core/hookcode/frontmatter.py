@@ -89,14 +89,11 @@ def _load(block: str) -> Any:
         line = mark.line if mark is not None else 0
         raise ValueError(f"frontmatter line {line + 2}: {problem}") from None
     except yaml.reader.ReaderError as exc:  # a character YAML does not allow (binary junk)
-        line = block.count("\n", 0, max(exc.position, 0))
-        char = exc.character if isinstance(exc.character, int) else ord(exc.character)
+        line = block.count("\n", 0, exc.position)
         raise ValueError(
-            f"frontmatter line {line + 2}: unacceptable character #x{char:04x}: {exc.reason}"
+            f"frontmatter line {line + 2}: unacceptable character #x{exc.character:04x}: "
+            f"{exc.reason}"
         ) from None
-    except yaml.YAMLError as exc:
-        first = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
-        raise ValueError(f"frontmatter line 2: {first}") from None
 
 
 @functools.cache

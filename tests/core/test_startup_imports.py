@@ -33,6 +33,7 @@ HEAVY = (
     "jsonschema",
     "openai",
     "yaml",
+    "filelock",
     # language-server clients: hookcode's own, and the usual third-party ones
     "hookcode_tool_lsp.client",
     "hookcode_tool_lsp.manager",

@@ -3,8 +3,8 @@
 A real HTTP server (``ThreadingHTTPServer`` on 127.0.0.1, port 0, HTTP/1.1) that replays
 scripted replies in the real wire format (reference/offline-testing.md §2): SSE ``data:``
 lines, no ``event:`` lines, ended by ``data: [DONE]``. Every request is logged (path,
-headers, JSON body) in :attr:`FakeOpenAI.requests` and, when a log path is given, as JSON
-lines in that file.
+headers, JSON body, arrival time) in :attr:`FakeOpenAI.requests` and, when a log path is
+given, as JSON lines in that file.
 
 Replies are queued per model name (``server.script("m", reply, reply, ...)``): each request
 for that model takes the next one; an exhausted queue answers 500 with an error body.
@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import json
 import threading
+import time
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
@@ -263,6 +264,7 @@ class FakeOpenAI:
             "path": handler.path,
             "headers": {k.lower(): v for k, v in handler.headers.items()},
             "body": body,
+            "time": time.monotonic(),  # when it arrived: tests measure the waits between tries
         }
         with self.lock:
             self.requests.append(entry)

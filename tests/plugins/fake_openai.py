@@ -114,7 +114,8 @@ class Stream:
     """A streamed reply. ``events`` are chunk dicts or raw SSE text (written as is).
 
     ``done``: end with ``data: [DONE]``. ``cut``: stop after this many events and close the
-    connection (with ``chunked``, without the terminating chunk: a broken transfer)."""
+    connection (with ``chunked``, without the terminating chunk: a broken transfer).
+    ``content_type``: what the response says it is (some servers say ``text/plain``)."""
 
     events: Sequence[dict[str, Any] | str]
     done: bool = True
@@ -122,6 +123,7 @@ class Stream:
     chunked: bool = False
     status: int = 200
     headers: dict[str, str] = field(default_factory=dict)
+    content_type: str = "text/event-stream; charset=utf-8"
 
 
 @dataclass
@@ -296,7 +298,7 @@ class FakeOpenAI:
 
     def _stream(self, handler: Any, reply: Stream) -> None:
         handler.send_response(reply.status)
-        handler.send_header("content-type", "text/event-stream; charset=utf-8")
+        handler.send_header("content-type", reply.content_type)
         handler.send_header("cache-control", "no-cache")
         handler.send_header("x-request-id", "req_fake")
         if reply.chunked:

@@ -368,6 +368,17 @@ def test_sse_comments_and_no_space_after_data(env, fake):
     assert events == [TextDelta("a"), TextDelta("b"), Finish("stop")]
 
 
+def test_sse_a_last_event_without_a_blank_line_and_another_content_type(env, fake):
+    last = 'data: {"choices":[{"index":0,"delta":{},"finish_reason":"stop"}]}'
+    fake.script("m", Stream([chunk({"content": "a"}), last], done=False))
+    fake.script(
+        "m", Stream([chunk({"content": "b"}), chunk({}, "stop")], content_type="text/plain")
+    )
+    prov = provider(env, fake)
+    assert collect(prov) == [TextDelta("a"), Finish("stop")]
+    assert collect(prov) == [TextDelta("b"), Finish("stop")]
+
+
 # ============================================================================ errors
 
 

@@ -283,7 +283,10 @@ def error_message(status: int, raw: bytes) -> str:
 
 async def sse_events(lines: AsyncIterator[str]) -> AsyncIterator[tuple[str | None, str]]:
     """Server-sent events as ``(event name, data)``; comment lines are skipped. Servers that
-    forget the blank line between events are tolerated by :func:`parse_data`."""
+    forget the blank line between events are tolerated by :func:`parse_data`; a last event
+    with no blank line after it is still read, and so is a stream served under another
+    content type than ``text/event-stream`` (httpx-sse 0.4 drops the one and refuses the
+    other, which is why this parser is kept)."""
     event: str | None = None
     data: list[str] = []
     async for line in lines:

@@ -3,7 +3,8 @@
 Agents come from the ``agent`` hook (the ``policy_rules`` plugin ships build, plan, general
 and explore); ``[agent.NAME]`` config is applied on top, and ``disable = true`` removes one.
 Markdown files ``.hookcode/agents/NAME.md`` (and ``~/.config/hookcode/agents/NAME.md``) are
-``[agent.NAME]`` tables too: YAML-style frontmatter with the same keys, the body as the prompt::
+``[agent.NAME]`` tables too: YAML frontmatter (:mod:`hookcode.frontmatter`) with the same keys,
+the body as the prompt::
 
     ---
     description: Reviews diffs for bugs
@@ -23,6 +24,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
 from hookcode.configfiles import project_dirs, user_config_dir
+from hookcode.frontmatter import parse_frontmatter
 
 if TYPE_CHECKING:
     from hookcode.permission import Rule
@@ -102,7 +104,7 @@ def agent_dirs(cwd: Path, worktree: Path, env: Mapping[str, str]) -> list[Path]:
 def load_agent_files(
     config: Any, cwd: Path, worktree: Path, env: Mapping[str, str], *, trusted: bool = False
 ) -> list[str]:
-    """Add the agents of ``*.md`` files (YAML-style frontmatter + a prompt body) to
+    """Add the agents of ``*.md`` files (YAML frontmatter + a prompt body) to
     ``config.core.agent``, as if each were an ``[agent.NAME]`` table; keys set in TOML config
     win over the file's. Returns warnings (a bad file is skipped, never fatal).
 
@@ -177,103 +179,3 @@ def untrusted_agent_items(cwd: Path, worktree: Path, env: Mapping[str, str]) -> 
     scratch = Config(core=CoreConfig())
     load_agent_files(scratch, cwd, worktree, env, trusted=False)
     return scratch.untrusted
-
-
-def parse_frontmatter(text: str) -> tuple[dict[str, Any], str]:
-    """Split ``---`` frontmatter from the body. The frontmatter is the YAML subset agent files
-    use: ``key: value`` lines (strings, quoted strings, numbers, booleans, null, ``[a, b]``),
-    nested mappings by indentation, and ``|`` / ``>`` block scalars. ValueError when invalid."""
-    lines = text.splitlines()
-    if not lines or lines[0].strip() != "---":
-        return {}, text
-    for end in range(1, len(lines)):
-        if lines[end].strip() == "---":
-            break
-    else:
-        raise ValueError("frontmatter is not closed by a '---' line")
-    meta = _parse_block(lines[1:end], 0, len(lines[1:end]), 1, 1)
-    return meta, "\n".join(lines[end + 1 :])
-
-
-def _indent(line: str) -> int:
-    return len(line) - len(line.lstrip(" "))
-
-
-def _parse_block(
-    lines: list[str], start: int, stop: int, lineno: int, depth: int
-) -> dict[str, Any]:
-    from hookcode.configfiles import MAX_DEPTH
-
-    if depth > MAX_DEPTH:  # a hostile file nested thousands of levels: an error, not a crash
-        raise ValueError(
-            f"frontmatter line {lineno + start}: nested deeper than {MAX_DEPTH} levels"
-        )
-    out: dict[str, Any] = {}
-    i = start
-    base: int | None = None
-    while i < stop:
-        line = lines[i]
-        if not line.strip() or line.lstrip().startswith("#"):
-            i += 1
-            continue
-        if "\t" in line[: _indent(line) + 1]:
-            raise ValueError(f"frontmatter line {lineno + i}: tabs are not allowed for indentation")
-        indent = _indent(line)
-        if base is None:
-            base = indent
-        if indent != base:
-            raise ValueError(f"frontmatter line {lineno + i}: unexpected indentation")
-        key, sep, rest = line.strip().partition(":")
-        if not sep or not key:
-            raise ValueError(f"frontmatter line {lineno + i}: expected 'key: value'")
-        key = _scalar(key.strip())
-        rest = rest.strip()
-        # the lines that belong to this key: more indented than it
-        j = i + 1
-        while j < stop and (not lines[j].strip() or _indent(lines[j]) > indent):
-            j += 1
-        if rest in ("|", ">", "|-", ">-"):
-            block = [ln[indent + 2 :] if ln.strip() else "" for ln in lines[i + 1 : j]]
-            text = "\n".join(block) if rest.startswith("|") else " ".join(b for b in block if b)
-            out[str(key)] = text.strip("\n") if rest.endswith("-") else text.rstrip("\n") + "\n"
-        elif rest == "":
-            out[str(key)] = _parse_block(lines, i + 1, j, lineno, depth + 1) if j > i + 1 else None
-        else:
-            if j > i + 1 and any(lines[k].strip() for k in range(i + 1, j)):
-                raise ValueError(f"frontmatter line {lineno + i + 1}: unexpected indentation")
-            out[str(key)] = _scalar(rest)
-        i = j
-    return out
-
-
-def _scalar(text: str) -> Any:
-    if len(text) >= 2 and text[0] == text[-1] and text[0] in "\"'":
-        inner = text[1:-1]
-        return inner.replace("''", "'") if text[0] == "'" else _unescape(inner)
-    if " #" in text:
-        text = text.split(" #", 1)[0].rstrip()
-    if text.startswith("[") and text.endswith("]"):
-        inner = text[1:-1].strip()
-        return [_scalar(x.strip()) for x in inner.split(",")] if inner else []
-    lowered = text.lower()
-    if lowered in ("true", "yes", "on"):
-        return True
-    if lowered in ("false", "no", "off"):
-        return False
-    if lowered in ("null", "~", ""):
-        return None
-    for kind in (int, float):
-        try:
-            return kind(text)
-        except ValueError:
-            pass
-    return text
-
-
-def _unescape(text: str) -> str:
-    import json
-
-    try:
-        return json.loads(f'"{text}"')
-    except ValueError:
-        return text

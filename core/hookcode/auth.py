@@ -75,31 +75,35 @@ class Credentials:
         return found.value if found else None
 
     # -- writing ------------------------------------------------------------------------------
-    def _write(self, data: dict[str, dict[str, str]]) -> None:
-        from hookcode.datadir import private_dir
-        from hookcode.fileio import atomic_write  # its temporary file is 0600 from the start
+    def _update(self, change: Callable[[dict[str, dict[str, str]]], bool]) -> bool:
+        """Change auth.json under its lock (:func:`hookcode.sharedfile.update`: a login racing
+        another process loses no entry; the file stays 0600)."""
+        from hookcode.sharedfile import update
 
-        private_dir(self.path.parent)
-        atomic_write(self.path, json.dumps(data, indent=2).encode(), mode=0o600)
-        if self._on_change is not None:
+        changed = update(self.path, self.stored, change, _dump)
+        if changed and self._on_change is not None:
             self._on_change()  # e.g. the runtime's secrets: the new key is redacted at once
+        return changed
 
     def set(self, provider: str, key: str) -> None:
         """Store an API key for ``provider`` (auth.json stays mode 0600)."""
         key = key.strip()
         if not key:
             raise HookcodeError(f"no key given for provider '{provider}'")
-        data = self.stored()
-        data[provider] = {"type": "api", "key": key}
-        self._write(data)
+
+        def put(data: dict[str, dict[str, str]]) -> bool:
+            data[provider] = {"type": "api", "key": key}
+            return True
+
+        self._update(put)
 
     def remove(self, provider: str) -> bool:
-        data = self.stored()
-        if provider not in data:
-            return False
-        del data[provider]
-        self._write(data)
-        return True
+        """Forget ``provider``'s stored key; False when there was none."""
+        return self._update(lambda data: data.pop(provider, None) is not None)
+
+
+def _dump(data: dict[str, dict[str, str]]) -> bytes:
+    return json.dumps(data, indent=2).encode()
 
 
 def redact(text: str, secrets: Iterable[str]) -> str:

@@ -3,11 +3,16 @@
 A model id is ``"<provider>/<model>"`` (``anthropic/claude-sonnet-4-5``, ``scripted/demo``).
 A provider streams one reply as a sequence of events; the agent loop assembles them. A tool
 call runs only when its input is complete (:class:`ToolCallEnd`).
+
+Retries happen in one place, the agent loop: a provider makes ONE request per
+:meth:`Provider.stream` (an SDK's own retries are turned off) and reports a failure as a
+:class:`StreamError` saying whether it is ``retryable`` and how long the server asked to wait;
+:func:`http_retry` reads both from an HTTP answer.
 """
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Literal, Protocol, runtime_checkable
 
@@ -26,8 +31,14 @@ __all__ = [
     "ToolCallStart",
     "ToolInputDelta",
     "Usage",
+    "http_retry",
     "split_model_id",
 ]
+
+#: statuses worth another try besides every 5xx (as the official SDKs have it)
+RETRY_STATUSES = frozenset({408, 409, 429})
+#: the longest wait a server may ask for; a longer one is not honoured (the loop's back-off is)
+MAX_RETRY_AFTER = 60.0
 
 
 def split_model_id(model_id: str) -> tuple[str, str]:
@@ -146,9 +157,11 @@ class Finish:
 
 @dataclass
 class StreamError:
-    """The request failed. ``retryable`` errors (rate limit, overload) are retried by the loop
-    with back-off (``retry_after`` seconds first, when the server said so) if nothing of the
-    reply was run yet; others end the run with ``message``."""
+    """The request failed. ``retryable`` errors (rate limit, overload, a lost connection) are
+    retried by the loop, if nothing of the reply was run yet, after ``retry_after`` seconds when
+    the server said how long to wait, else after its back-off; others end the run with
+    ``message``. The message says what went wrong, never how often it was tried (the loop
+    reports its own attempts)."""
 
     message: str
     retryable: bool = False
@@ -163,7 +176,11 @@ StreamEvent = (
 
 @runtime_checkable
 class Provider(Protocol):
-    """What a provider plugin returns from the ``provider`` hook."""
+    """What a provider plugin returns from the ``provider`` hook.
+
+    Optional: an attribute ``max_retries`` (int, or None for the loop's default) sets how many
+    times the loop retries a retryable error of this provider (its ``[provider.NAME]
+    max_retries``)."""
 
     id: str
     name: str
@@ -185,3 +202,43 @@ class AuthMethod:
     type: Literal["api", "env", "oauth"]
     label: str = ""
     env: list[str] = field(default_factory=list)  # environment variables consulted
+
+
+def http_retry(status: int, headers: Mapping[str, str]) -> tuple[bool, float | None]:
+    """For an HTTP error answer: (whether another try may succeed, the seconds the server asked
+    to wait or None).
+
+    Retryable are 408, 409, 429 and every 5xx, unless an ``x-should-retry: true|false`` header
+    says otherwise. The wait comes from ``retry-after-ms``, else ``retry-after`` (seconds or an
+    HTTP date), and counts only within (0, :data:`MAX_RETRY_AFTER`] seconds."""
+    lowered = {k.lower(): v for k, v in headers.items()}
+    should = str(lowered.get("x-should-retry", "")).strip().lower()
+    if should in ("true", "false"):
+        retryable = should == "true"
+    else:
+        retryable = status in RETRY_STATUSES or status >= 500
+    return retryable, _retry_after(lowered)
+
+
+def _retry_after(headers: Mapping[str, str]) -> float | None:
+    delay: float | None = None
+    try:
+        if "retry-after-ms" in headers:
+            delay = float(headers["retry-after-ms"]) / 1000
+    except ValueError:
+        delay = None
+    if delay is None and "retry-after" in headers:
+        value = headers["retry-after"].strip()
+        try:
+            delay = float(value)
+        except ValueError:
+            import email.utils
+            import time
+
+            try:
+                when = email.utils.parsedate_to_datetime(value)
+            except (TypeError, ValueError, IndexError):
+                when = None
+            if when is not None:
+                delay = when.timestamp() - time.time()
+    return delay if delay is not None and 0 < delay <= MAX_RETRY_AFTER else None

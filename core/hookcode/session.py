@@ -15,7 +15,7 @@ question stops the loop after the step; a deny, a reject with feedback or a bloc
 not. A call cut off by the output limit is not run. Abort (Ctrl-C, the abort signal) cancels
 the stream and the running calls; their parts become ``Tool execution aborted``. Retryable
 provider errors (rate limit, overload) are retried with back-off before anything of the reply
-ran, then surfaced.
+ran (the only retries: a provider makes one request per attempt), then surfaced.
 
 Everything is stored as it happens: messages and parts are committed when they change (text at
 most every :data:`SAVE_INTERVAL` seconds while it streams), so a process killed at any moment
@@ -106,7 +106,9 @@ INSTRUCTION_FILES = ("AGENTS.md", "CLAUDE.md", "CONTEXT.md")
 STOP_REASONS = frozenset({"stop", "length", "content-filter", "error"})
 #: seconds between two saves of a streaming text part
 SAVE_INTERVAL = 0.2
-#: retries of a retryable provider error, and the back-off (seconds, doubled each time)
+#: retries of a retryable provider error (unless the provider sets ``max_retries``), and the
+#: back-off (seconds, doubled each time) where the server did not say how long to wait; the
+#: only retries: providers make one request per reply (see :mod:`hookcode.providers`)
 RETRY_ATTEMPTS = 4
 RETRY_BASE = 1.0
 RETRY_MAX_DELAY = 30.0
@@ -628,6 +630,9 @@ class SessionLoop:
         no call of the reply was started."""
         assert self.session is not None
         attempt = 0
+        # the provider's own `max_retries` setting, else the loop's default
+        retries = getattr(provider, "max_retries", None)
+        retries = RETRY_ATTEMPTS if retries is None else retries
         while True:
             st = _Step()
             request = ModelRequest(
@@ -651,7 +656,7 @@ class SessionLoop:
                 and error.retryable
                 and not st.calls
                 and not st.aborted
-                and attempt < RETRY_ATTEMPTS
+                and attempt < retries
             ):
                 attempt += 1
                 delay = error.retry_after or min(RETRY_BASE * 2 ** (attempt - 1), RETRY_MAX_DELAY)

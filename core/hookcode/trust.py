@@ -24,11 +24,9 @@ Plugins take part in two ways:
 
 from __future__ import annotations
 
-import contextlib
 import json
 import os
-import threading
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -58,7 +56,6 @@ TRUST_FILE = "trust.json"
 TRUSTED_ONLY = "x-trusted-only"
 
 _VERSION = 1
-_THREAD_LOCK = threading.Lock()
 
 
 def trusted_only(*, keep: Sequence[Any] = ()) -> dict[str, Any]:
@@ -91,13 +88,12 @@ def describe_path(path: str | os.PathLike[str], worktree: Path) -> str:
 class TrustStore:
     """The trusted folders, ``<data dir>/trust.json``: ``{"version": 1, "folders": [...]}``.
 
-    Changes are made under an exclusive ``flock`` of ``trust.json.lock`` (so two processes
-    trusting two folders at once keep both) and written atomically with mode 0600."""
+    Changes go through :func:`hookcode.sharedfile.update` (a lock, so two processes trusting
+    two folders at once keep both; an atomic write with mode 0600)."""
 
     def __init__(self, data_dir: Path) -> None:
         self.data_dir = Path(data_dir)
         self.path = self.data_dir / TRUST_FILE
-        self._lock_path = self.data_dir / (TRUST_FILE + ".lock")
 
     def _corrupt(self, why: str) -> HookcodeError:
         return HookcodeError(
@@ -105,14 +101,15 @@ class TrustStore:
             "your folders again with `hookcode trust DIR`"
         )
 
-    def folders(self) -> list[Path]:
-        """Every trusted folder, in the order they were trusted."""
+    def _document(self) -> dict[str, Any]:
+        """The file's content, checked: ``{"version": 1, "folders": [absolute paths]}``
+        (empty when there is no file)."""
         try:
             data = read_config_file(self.path)
         except ConfigError as exc:
             raise self._corrupt(exc.detail) from None
         if data is None:
-            return []
+            return {"version": _VERSION, "folders": []}
         try:
             value = json.loads(data.decode("utf-8"))
         except (UnicodeDecodeError, RecursionError, ValueError) as exc:
@@ -125,8 +122,12 @@ class TrustStore:
         for entry in value["folders"]:
             if not isinstance(entry, str) or not os.path.isabs(entry):
                 raise self._corrupt(f"{entry!r} is not an absolute path")
-            folders.append(Path(entry))
-        return folders
+            folders.append(str(Path(entry)))
+        return {"version": _VERSION, "folders": folders}
+
+    def folders(self) -> list[Path]:
+        """Every trusted folder, in the order they were trusted."""
+        return [Path(entry) for entry in self._document()["folders"]]
 
     def trusted_by(self, folder: str | os.PathLike[str]) -> Path | None:
         """The entry that makes ``folder`` trusted (itself or an ancestor), else None."""
@@ -140,47 +141,35 @@ class TrustStore:
     def add(self, folder: str | os.PathLike[str]) -> tuple[Path, bool]:
         """Trust ``folder`` (stored as its real path); (that path, whether it was added)."""
         real = Path(os.path.realpath(folder))
-        with self._locked():
-            folders = self.folders()
-            if real in folders:
-                return real, False
-            self._write([*folders, real])
-        return real, True
+
+        def add(document: dict[str, Any]) -> bool:
+            if str(real) in document["folders"]:
+                return False
+            document["folders"].append(str(real))
+            return True
+
+        return real, self._update(add)
 
     def remove(self, folder: str | os.PathLike[str]) -> tuple[Path, bool]:
         """Stop trusting ``folder`` itself; (its real path, whether it was listed)."""
         real = Path(os.path.realpath(folder))
-        with self._locked():
-            folders = self.folders()
-            if real not in folders:
-                return real, False
-            self._write([f for f in folders if f != real])
-        return real, True
 
-    def _write(self, folders: list[Path]) -> None:
-        from hookcode.fileio import atomic_write
+        def remove(document: dict[str, Any]) -> bool:
+            if str(real) not in document["folders"]:
+                return False
+            document["folders"] = [f for f in document["folders"] if f != str(real)]
+            return True
 
-        text = json.dumps({"version": _VERSION, "folders": [str(f) for f in folders]}, indent=2)
-        atomic_write(self.path, (text + "\n").encode("utf-8"), mode=0o600)
+        return real, self._update(remove)
 
-    @contextlib.contextmanager
-    def _locked(self) -> Iterator[None]:
-        with _THREAD_LOCK:
-            self.data_dir.mkdir(parents=True, exist_ok=True, mode=0o700)
-            fd = os.open(self._lock_path, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o600)
-            try:
-                try:
-                    import fcntl
-                except ImportError:  # pragma: no cover - not POSIX: the thread lock only
-                    yield
-                    return
-                fcntl.flock(fd, fcntl.LOCK_EX)
-                try:
-                    yield
-                finally:
-                    fcntl.flock(fd, fcntl.LOCK_UN)
-            finally:
-                os.close(fd)
+    def _update(self, change: Callable[[dict[str, Any]], bool]) -> bool:
+        from hookcode.sharedfile import update
+
+        return update(self.path, self._document, change, _dump)
+
+
+def _dump(document: dict[str, Any]) -> bytes:
+    return (json.dumps(document, indent=2) + "\n").encode("utf-8")
 
 
 def is_trusted(folder: str | os.PathLike[str], env: Mapping[str, str] = os.environ) -> bool:

@@ -161,6 +161,45 @@ def test_frontmatter_nested_thousands_of_levels_is_skipped_with_a_warning(hookco
     assert "nested deeper than 64 levels" in capsys.readouterr().err
 
 
+def test_skill_frontmatter_is_yaml(hookcode_env):
+    base = hookcode_env.project / ".hookcode" / "skills" / "yaml"
+    base.mkdir(parents=True)
+    (base / "SKILL.md").write_text(
+        "---\nname: &n yaml\ndescription: >-\n  Folded over\n  two lines\n"
+        "metadata: {tags: [a, b], owner: *n}\nallowed-tools:\n  - read\n  - grep\n---\nBody\n"
+    )
+    rt = runtime(hookcode_env)
+    assert "- **yaml**: Folded over two lines" in description(rt)
+
+
+#: a billion laughs: ten levels of ten aliases each
+BOMB = "\n".join(
+    ["---", "name: bomb", "description: boom", "l0: &l0 lol"]
+    + [f"l{i}: &l{i} [{', '.join([f'*l{i - 1}'] * 10)}]" for i in range(1, 10)]
+    + ["---", "body"]
+).encode()
+
+
+@pytest.mark.parametrize(
+    ("content", "why"),
+    [
+        (b"---\nname: junk\ndescription: \x00\x01\xff\xfe\n---\n", "unacceptable character"),
+        (b"---\n- name\n- description\n---\n", "expected 'key: value' lines, found a list"),
+        (BOMB, "its aliases expand it"),
+    ],
+)
+def test_skill_junk_is_skipped_with_a_warning_naming_it(hookcode_env, capsys, content, why):
+    base = hookcode_env.project / ".hookcode" / "skills"
+    skill(base, "good")
+    (base / "junk").mkdir()
+    (base / "junk" / "SKILL.md").write_bytes(content)
+    rt = runtime(hookcode_env)
+    assert sorted(discover(rt).skills) == ["good"]
+    err = capsys.readouterr().err
+    assert f"skill {base / 'junk' / 'SKILL.md'} skipped: its frontmatter is invalid" in err
+    assert why in err
+
+
 def test_colon_values_are_retried_as_block_scalars(hookcode_env):
     base = hookcode_env.project / ".hookcode" / "skills" / "colon"
     base.mkdir(parents=True)

@@ -6,6 +6,8 @@ import os
 import stat
 import subprocess
 import sys
+import time
+from pathlib import Path
 
 import pytest
 from hookcode import hookimpl
@@ -103,3 +105,49 @@ def test_cli_login_list_logout_never_print_the_secret(hookcode_env, tmp_path):
     assert _cli(env, "auth", "login", "nobody", "--key-stdin", stdin="x\n").returncode == 1
     assert _cli(env, "auth", "logout", "acme").returncode == 0
     assert _cli(env, "auth", "logout", "acme").returncode == 1
+
+
+def _reading_stdin(pid: int) -> bool:
+    """Whether process ``pid`` is blocked reading its standard input (Linux's /proc)."""
+    try:
+        wchan = Path(f"/proc/{pid}/wchan").read_text()
+        syscall = Path(f"/proc/{pid}/syscall").read_text().split()
+    except OSError:
+        return False
+    return "pipe_read" in wchan and len(syscall) > 1 and syscall[1] == "0x0"
+
+
+def test_cli_logins_racing_each_other_keep_every_key(hookcode_env):
+    """``hookcode auth login`` in several processes at once: each waits for its key on stdin,
+    the keys are sent together, so that every process writes auth.json at the same moment."""
+    names = [f"p{i}" for i in range(6)]
+    hookcode_env.write_config(
+        "".join(
+            f'[provider.{name}]\ntype = "openai"\nbase_url = "http://127.0.0.1:9/v1"\n'
+            for name in names
+        ),
+        where="global",
+    )
+    procs = [
+        subprocess.Popen(
+            [sys.executable, "-m", "hookcode.cli", "auth", "login", name, "--key-stdin"],
+            env=hookcode_env.env,
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
+        for name in names
+    ]
+    deadline = time.monotonic() + 120
+    while not all(_reading_stdin(proc.pid) for proc in procs):
+        assert time.monotonic() < deadline and all(proc.poll() is None for proc in procs)
+        time.sleep(0.02)
+    for proc, name in zip(procs, names, strict=True):
+        assert proc.stdin is not None
+        proc.stdin.write(f"key-of-{name}-0123456789\n")
+        proc.stdin.flush()
+    outputs = [proc.communicate(timeout=60) for proc in procs]
+    assert [proc.returncode for proc in procs] == [0] * len(names), outputs
+    stored = Credentials(hookcode_env.data_dir / "auth.json", {}).stored()
+    assert stored == {name: {"type": "api", "key": f"key-of-{name}-0123456789"} for name in names}

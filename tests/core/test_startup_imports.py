@@ -32,6 +32,8 @@ HEAVY = (
     "rapidfuzz",
     "jsonschema",
     "openai",
+    "yaml",
+    "filelock",
     # language-server clients: hookcode's own, and the usual third-party ones
     "hookcode_tool_lsp.client",
     "hookcode_tool_lsp.manager",

@@ -2,7 +2,7 @@
 ``anthropic`` SDK expects (offline-testing.md §1), for tests that drive the real SDK.
 
 * ``POST <prefix>/v1/messages`` only. Every request is logged (:attr:`FakeAnthropic.requests`:
-  path, lower-cased headers, parsed body), and optionally appended to a JSONL file.
+  path, lower-cased headers, parsed body, arrival time), and optionally appended to a JSONL file.
 * Authentication: ``X-Api-Key: <key>`` (SDK 0.x) or ``Authorization: Bearer <key>`` (2.x) are
   both accepted; none, or a key not in :attr:`FakeAnthropic.keys` (when set), is a 401.
 * Replies are scripted per model (``server.script("m", reply, ...)``, consumed in order; model
@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import json
 import threading
+import time
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
@@ -412,7 +413,8 @@ class FakeAnthropic:
             body = json.loads(raw or b"{}")
         except ValueError:
             body = None
-        entry = {"path": handler.path, "headers": headers, "body": body}
+        # "time": when it arrived (tests measure the waits between tries)
+        entry = {"path": handler.path, "headers": headers, "body": body, "time": time.monotonic()}
         with self._lock:
             self.requests.append(entry)
             if self.log is not None:

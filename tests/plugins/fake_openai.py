@@ -3,8 +3,8 @@
 A real HTTP server (``ThreadingHTTPServer`` on 127.0.0.1, port 0, HTTP/1.1) that replays
 scripted replies in the real wire format (reference/offline-testing.md §2): SSE ``data:``
 lines, no ``event:`` lines, ended by ``data: [DONE]``. Every request is logged (path,
-headers, JSON body) in :attr:`FakeOpenAI.requests` and, when a log path is given, as JSON
-lines in that file.
+headers, JSON body, arrival time) in :attr:`FakeOpenAI.requests` and, when a log path is
+given, as JSON lines in that file.
 
 Replies are queued per model name (``server.script("m", reply, reply, ...)``): each request
 for that model takes the next one; an exhausted queue answers 500 with an error body.
@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import json
 import threading
+import time
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
@@ -113,7 +114,8 @@ class Stream:
     """A streamed reply. ``events`` are chunk dicts or raw SSE text (written as is).
 
     ``done``: end with ``data: [DONE]``. ``cut``: stop after this many events and close the
-    connection (with ``chunked``, without the terminating chunk: a broken transfer)."""
+    connection (with ``chunked``, without the terminating chunk: a broken transfer).
+    ``content_type``: what the response says it is (some servers say ``text/plain``)."""
 
     events: Sequence[dict[str, Any] | str]
     done: bool = True
@@ -121,6 +123,7 @@ class Stream:
     chunked: bool = False
     status: int = 200
     headers: dict[str, str] = field(default_factory=dict)
+    content_type: str = "text/event-stream; charset=utf-8"
 
 
 @dataclass
@@ -263,6 +266,7 @@ class FakeOpenAI:
             "path": handler.path,
             "headers": {k.lower(): v for k, v in handler.headers.items()},
             "body": body,
+            "time": time.monotonic(),  # when it arrived: tests measure the waits between tries
         }
         with self.lock:
             self.requests.append(entry)
@@ -294,7 +298,7 @@ class FakeOpenAI:
 
     def _stream(self, handler: Any, reply: Stream) -> None:
         handler.send_response(reply.status)
-        handler.send_header("content-type", "text/event-stream; charset=utf-8")
+        handler.send_header("content-type", reply.content_type)
         handler.send_header("cache-control", "no-cache")
         handler.send_header("x-request-id", "req_fake")
         if reply.chunked:

@@ -493,3 +493,37 @@ def test_a_damaged_login_file_is_reported(hookcode_env: Any, oauth_url: str) -> 
     )
     out = hookcode(hookcode_env, "mcp", "logout", "secure")
     assert out.returncode == 1 and "cannot read the stored MCP logins" in out.stderr
+
+
+STORE_WRITER = """
+import sys
+from pathlib import Path
+from hookcode_mcp._auth import AuthStore
+
+store = AuthStore(Path(sys.argv[1]))
+for i in range(int(sys.argv[3])):
+    name = f"{sys.argv[2]}-{i}"
+    store.put(name, {"serverUrl": f"https://{name}.example/mcp", "tokens": {"access_token": "a"}})
+    # a token refresh of the shared server's entry, racing the others' refreshes
+    store.merge("shared", "https://shared.example/mcp", {sys.argv[2]: i})
+"""
+
+
+def test_concurrent_processes_adding_logins_lose_none(hookcode_env: Any) -> None:
+    from hookcode_mcp._auth import AuthStore
+
+    data, processes, entries = hookcode_env.data_dir, 6, 15
+    procs = [
+        subprocess.Popen([sys.executable, "-c", STORE_WRITER, str(data), f"w{p}", str(entries)])
+        for p in range(processes)
+    ]
+    assert [proc.wait(timeout=120) for proc in procs] == [0] * processes
+    stored = AuthStore(data).entries()
+    names = {f"w{p}-{i}" for p in range(processes) for i in range(entries)}
+    assert set(stored) == names | {"shared"}
+    assert stored["shared"] == {
+        "serverUrl": "https://shared.example/mcp",
+        **{f"w{p}": entries - 1 for p in range(processes)},
+    }
+    path = data / "mcp-auth.json"
+    assert stat.S_IMODE(path.stat().st_mode) == 0o600

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import asyncio
 import base64
+import itertools
 import json
 import struct
 import subprocess
@@ -488,28 +489,36 @@ def test_cache_can_be_turned_off(fake: FakeAnthropic) -> None:
 # ---------------------------------------------------------------------------------------------
 
 
-def test_529_is_retried_by_the_sdk_then_succeeds(fake: FakeAnthropic) -> None:
+def test_one_request_per_reply_the_sdk_never_retries(fake: FakeAnthropic) -> None:
     fake.script(
         "test-model",
         ApiError(529, "overloaded_error", "Overloaded", headers={"retry-after-ms": "1"}),
-        reply(text("after the retry")),
+        reply(text("the next reply")),
     )
-    events = collect(provider(fake), request())
-    assert "".join(e.text for e in events if isinstance(e, TextDelta)) == "after the retry"
-    assert [r["headers"]["x-stainless-retry-count"] for r in fake.requests] == ["0", "1"]
+    [error] = collect(provider(fake), request())
+    assert isinstance(error, StreamError) and error.retryable and error.retry_after == 0.001
+    assert len(fake.requests) == 1  # the next try is the loop's
+    assert fake.requests[0]["headers"]["x-stainless-retry-count"] == "0"
 
 
-def test_529_and_429_after_the_retries_are_retryable_errors(fake: FakeAnthropic) -> None:
-    busy = ApiError(529, "overloaded_error", "Overloaded", headers={"retry-after-ms": "1"})
-    limited = ApiError(429, "rate_limit_error", "Slow down", headers={"retry-after-ms": "1"})
-    fake.script("test-model", busy, busy, limited, limited)
-    p = provider(fake, max_retries=1)
+def test_529_429_and_5xx_are_retryable_errors_with_the_servers_wait(fake: FakeAnthropic) -> None:
+    busy = ApiError(529, "overloaded_error", "Overloaded", headers={"retry-after-ms": "250"})
+    limited = ApiError(429, "rate_limit_error", "Slow down", headers={"retry-after": "2"})
+    broken = ApiError(500, "api_error", "Internal")
+    never = ApiError(503, "api_error", "Down for good", headers={"x-should-retry": "false"})
+    fake.script("test-model", busy, limited, broken, never)
+    p = provider(fake)
     [error] = collect(p, request())
-    assert isinstance(error, StreamError) and error.retryable
-    assert "overloaded (after 1 retries): Overloaded" in error.message
-    assert len(fake.requests) == 2
+    assert (error.retryable, error.retry_after) == (True, 0.25)
+    assert error.message == "Anthropic API overloaded: Overloaded (request-id req_fake0001)"
     [error] = collect(p, request())
-    assert error.retryable and "rate limited" in error.message and "Slow down" in error.message
+    assert (error.retryable, error.retry_after) == (True, 2.0)
+    assert error.message == "rate limited: Slow down (request-id req_fake0002)"
+    [error] = collect(p, request())
+    assert (error.retryable, error.retry_after) == (True, None)  # the loop's back-off
+    assert error.message == "Anthropic API error 500: Internal (request-id req_fake0003)"
+    [error] = collect(p, request())
+    assert not error.retryable and "Down for good" in error.message
     assert len(fake.requests) == 4
 
 
@@ -901,6 +910,102 @@ def test_run_session_surfaces_provider_errors(hookcode_env: Any, fake: FakeAnthr
     result = asyncio.run(run_session(rt, "hi", model="anthropic/test-model"))
     assert result.finish == "error" and LOGIN in (result.error or "")
     assert "sk-ant-not-valid-000" not in (result.error or "")
+
+
+def gaps(fake: FakeAnthropic) -> list[float]:
+    """Seconds between one request and the next."""
+    times = [r["time"] for r in fake.requests]
+    return [later - earlier for earlier, later in itertools.pairwise(times)]
+
+
+def test_the_loop_retries_529_429_and_500_honouring_retry_after(
+    hookcode_env: Any, fake: FakeAnthropic
+) -> None:
+    fake.script(
+        "test-model",
+        ApiError(529, "overloaded_error", "Overloaded", headers={"retry-after-ms": "300"}),
+        ApiError(429, "rate_limit_error", "Slow down", headers={"retry-after": "0.4"}),
+        ApiError(500, "api_error", "Internal", headers={"retry-after-ms": "200"}),
+        reply(text("at last")),
+    )
+    events: list[tuple[str, dict[str, Any]]] = []
+    result = asyncio.run(
+        run_session(
+            loop_runtime(hookcode_env, fake),
+            "hi",
+            model="anthropic/test-model",
+            on_event=lambda kind, data: events.append((kind, data)),
+        )
+    )
+    assert result.error is None and result.text == "at last"
+    # exactly the loop's tries: no retry of the SDK's inside them
+    assert len(fake.requests) == 4
+    assert {r["headers"]["x-stainless-retry-count"] for r in fake.requests} == {"0"}
+    waits = gaps(fake)
+    assert waits[0] >= 0.3 and waits[1] >= 0.4 and waits[2] >= 0.2
+    assert all(wait < 0.9 for wait in waits)  # the server's wait, not the loop's 1-2-4 s
+    retries = [data for kind, data in events if kind == "retry"]
+    assert [(r["attempt"], r["delay"]) for r in retries] == [(1, 0.3), (2, 0.4), (3, 0.2)]
+    assert [r["error"] for r in retries] == [
+        "Anthropic API overloaded: Overloaded (request-id req_fake0001)",
+        "rate limited: Slow down (request-id req_fake0002)",
+        "Anthropic API error 500: Internal (request-id req_fake0003)",
+    ]
+
+
+def test_the_loop_gives_up_after_its_attempts(hookcode_env: Any, fake: FakeAnthropic) -> None:
+    from hookcode.session import RETRY_ATTEMPTS
+
+    busy = ApiError(529, "overloaded_error", "Overloaded", headers={"retry-after-ms": "1"})
+    fake.script("test-model", *[busy] * 10)
+    result = asyncio.run(
+        run_session(loop_runtime(hookcode_env, fake), "hi", model="anthropic/test-model")
+    )
+    assert len(fake.requests) == RETRY_ATTEMPTS + 1 == 5
+    # one message, the provider's, with no count of tries nested in it
+    assert (
+        result.error
+        == "model error: Anthropic API overloaded: Overloaded (request-id req_fake0005)"
+    )
+
+    hookcode_env.write_config("[provider.anthropic]\nmax_retries = 1\n")
+    fake.requests.clear()
+    result = asyncio.run(
+        run_session(loop_runtime(hookcode_env, fake), "hi", model="anthropic/test-model")
+    )
+    assert len(fake.requests) == 2 and result.finish == "error"
+
+
+def test_a_request_the_api_rejects_is_tried_once(hookcode_env: Any, fake: FakeAnthropic) -> None:
+    result = asyncio.run(
+        run_session(loop_runtime(hookcode_env, fake), "hi", model="anthropic/err-400")
+    )
+    assert len(fake.requests) == 1
+    assert result.error is not None and "request rejected (400" in result.error
+
+
+def test_hookcode_run_reports_retries_in_one_line_each(
+    hookcode_env: Any, fake: FakeAnthropic
+) -> None:
+    fake.script(
+        "test-model",
+        ApiError(529, "overloaded_error", "Overloaded", headers={"retry-after-ms": "50"}),
+        ApiError(429, "rate_limit_error", "Slow down", headers={"retry-after-ms": "50"}),
+        reply(text("done")),
+    )
+    env = {**hookcode_env.env, "ANTHROPIC_API_KEY": KEY, "ANTHROPIC_BASE_URL": fake.url}
+    proc = run_cli(
+        ["run", "--model", "anthropic/test-model", "hi"], env=env, cwd=hookcode_env.project
+    )
+    assert proc.returncode == 0, proc.stderr
+    assert "done" in proc.stdout and len(fake.requests) == 3
+    retry_lines = [line for line in proc.stderr.splitlines() if "retry" in line]
+    assert retry_lines == [
+        "model error (Anthropic API overloaded: Overloaded (request-id req_fake0001)); "
+        "retry 1 in 0.05 s",
+        "model error (rate limited: Slow down (request-id req_fake0002)); retry 2 in 0.05 s",
+    ]
+    assert "attempt" not in proc.stderr and "retries" not in proc.stderr
 
 
 def test_hookcode_run_subprocess(hookcode_env: Any, fake: FakeAnthropic) -> None:

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import asyncio
 import base64
+import itertools
 import json
 import subprocess
 import sys
@@ -367,40 +368,45 @@ def test_sse_comments_and_no_space_after_data(env, fake):
     assert events == [TextDelta("a"), TextDelta("b"), Finish("stop")]
 
 
+def test_sse_a_last_event_without_a_blank_line_and_another_content_type(env, fake):
+    last = 'data: {"choices":[{"index":0,"delta":{},"finish_reason":"stop"}]}'
+    fake.script("m", Stream([chunk({"content": "a"}), last], done=False))
+    fake.script(
+        "m", Stream([chunk({"content": "b"}), chunk({}, "stop")], content_type="text/plain")
+    )
+    prov = provider(env, fake)
+    assert collect(prov) == [TextDelta("a"), Finish("stop")]
+    assert collect(prov) == [TextDelta("b"), Finish("stop")]
+
+
 # ============================================================================ errors
 
 
-def test_429_then_success_is_retried(env, fake):
+def test_one_request_per_reply_errors_say_whether_to_retry(env, fake):
     fake.script(
         "m",
         Error(
             429,
             error_body("Rate limit reached", "requests", "rate_limit_exceeded"),
-            {"retry-after-ms": "1"},
+            {"retry-after-ms": "250"},
         ),
-        Error(503, error_body("overloaded", "server_error"), {"retry-after": "0.01"}),
+        Error(503, error_body("overloaded", "server_error"), {"retry-after": "0.5"}),
+        Error(500, error_body("boom", "server_error")),
         text_reply("hello"),
     )
-    events = collect(provider(env, fake))
+    prov = provider(env, fake)
+    expected = [
+        (0.25, "provider 'local': HTTP 429 requests: Rate limit reached"),
+        (0.5, "provider 'local': HTTP 503 server_error: overloaded"),
+        (None, "provider 'local': HTTP 500 server_error: boom"),
+    ]
+    for count, (wait, message) in enumerate(expected, 1):
+        (error,) = collect(prov)
+        assert (error.retryable, error.retry_after, error.message) == (True, wait, message)
+        assert len(fake.requests) == count  # the next try is the loop's
+    events = collect(prov)
     assert "".join(e.text for e in events if isinstance(e, TextDelta)) == "hello"
-    assert events[-1].reason == "stop"
-    assert len(fake.requests) == 3
-    assert fake.requests[0]["body"] == fake.requests[2]["body"]
-
-
-def test_retries_are_bounded_then_a_retryable_error(env, fake):
-    for _ in range(3):
-        fake.script(
-            "m",
-            Error(
-                429, error_body("Rate limit reached for gpt", "requests"), {"retry-after-ms": "1"}
-            ),
-        )
-    events = collect(provider(env, fake))
-    assert len(fake.requests) == 3  # max_retries = 2 in local_config
-    (error,) = events
-    assert isinstance(error, StreamError) and error.retryable
-    assert "Rate limit reached for gpt" in error.message and "429" in error.message
+    assert fake.requests[0]["body"] == fake.requests[3]["body"]
 
 
 def test_the_server_delay_is_passed_to_the_loop(env, fake):
@@ -504,11 +510,14 @@ def test_stream_cut_midway(env, fake):
     assert len(fake.requests) == 2  # what was already streamed is never requested again
 
 
-def test_a_dropped_connection_before_any_output_is_retried(env, fake):
+def test_a_dropped_connection_before_any_output_is_retryable(env, fake):
     fake.script("m", Drop(), text_reply("after the drop"))
-    events = collect(provider(env, fake))
+    prov = provider(env, fake)
+    (error,) = collect(prov)
+    assert isinstance(error, StreamError) and error.retryable
+    assert "cannot reach" in error.message and len(fake.requests) == 1
+    events = collect(prov)
     assert "".join(e.text for e in events if isinstance(e, TextDelta)) == "after the drop"
-    assert len(fake.requests) == 2
 
 
 def test_an_error_inside_the_stream(env, fake):
@@ -530,7 +539,8 @@ def test_unreachable_server(env, fake):
     env.write_config(f'[provider.gone]\nbase_url = "{url}"\nmax_retries = 1\n')
     (error,) = collect(env.runtime().providers()["gone"])
     assert isinstance(error, StreamError) and error.retryable
-    assert "cannot reach" in error.message and "2 attempts" in error.message
+    assert error.message.startswith(f"cannot reach {url}/chat/completions: ")
+    assert "attempts)" not in error.message  # no count of tries: the loop has its own
 
 
 def test_a_provider_without_base_url_says_so(env):
@@ -946,6 +956,74 @@ def test_run_session_reports_a_provider_error(env, fake):
     env.write_config(loop_config(fake))
     result = asyncio.run(run_session(env.runtime(), "hi", model="local/m"))
     assert result.finish == "error" and "messages too long" in (result.error or "")
+
+
+def gaps(fake: FakeOpenAI) -> list[float]:
+    """Seconds between one request and the next."""
+    times = [r["time"] for r in fake.requests]
+    return [later - earlier for earlier, later in itertools.pairwise(times)]
+
+
+def test_the_loop_retries_429_503_and_500_honouring_retry_after(env, fake):
+    fake.script(
+        "m",
+        Error(429, error_body("Rate limit reached", "requests"), {"retry-after-ms": "300"}),
+        Error(503, error_body("overloaded", "server_error"), {"retry-after": "0.4"}),
+        Error(500, error_body("boom", "server_error"), {"retry-after-ms": "200"}),
+        text_reply("at last"),
+    )
+    env.write_config(loop_config(fake).replace("max_retries = 2", "max_retries = 3"))
+    events: list[tuple[str, dict[str, Any]]] = []
+    result = asyncio.run(
+        run_session(
+            env.runtime(), "hi", model="local/m", on_event=lambda k, d: events.append((k, d))
+        )
+    )
+    assert result.error is None and result.text == "at last"
+    assert len(fake.requests) == 4  # exactly the loop's tries
+    waits = gaps(fake)
+    assert waits[0] >= 0.3 and waits[1] >= 0.4 and waits[2] >= 0.2
+    assert all(wait < 0.9 for wait in waits)  # the server's wait, not the loop's 1-2-4 s
+    retries = [d for k, d in events if k == "retry"]
+    assert [(r["attempt"], r["delay"]) for r in retries] == [(1, 0.3), (2, 0.4), (3, 0.2)]
+    assert retries[0]["error"] == "provider 'local': HTTP 429 requests: Rate limit reached"
+
+
+def test_the_loop_gives_up_after_the_providers_max_retries(env, fake):
+    for _ in range(6):
+        fake.script("m", Error(429, error_body("Rate limit reached"), {"retry-after-ms": "1"}))
+    env.write_config(loop_config(fake))  # max_retries = 2
+    result = asyncio.run(run_session(env.runtime(), "hi", model="local/m"))
+    assert len(fake.requests) == 3
+    assert result.error == (
+        "model error: provider 'local': HTTP 429 invalid_request_error: Rate limit reached"
+    )
+
+
+def test_without_max_retries_the_loop_tries_its_default(env, fake):
+    from hookcode.session import RETRY_ATTEMPTS
+
+    for _ in range(8):
+        fake.script("m", Error(500, error_body("boom"), {"retry-after-ms": "1"}))
+    env.write_config(loop_config(fake).replace("max_retries = 2\n", ""))
+    result = asyncio.run(run_session(env.runtime(), "hi", model="local/m"))
+    assert len(fake.requests) == RETRY_ATTEMPTS + 1 == 5
+    assert result.error == ("model error: provider 'local': HTTP 500 invalid_request_error: boom")
+
+
+def test_the_loop_retries_a_dropped_connection(env, fake):
+    fake.script("m", Drop(), text_reply("after the drop"))
+    env.write_config(loop_config(fake))
+    result = asyncio.run(run_session(env.runtime(), "hi", model="local/m"))
+    assert result.error is None and result.text == "after the drop"
+    assert len(fake.requests) == 2
+
+
+def test_a_rejected_request_is_tried_once(env, fake):
+    fake.script("m", Error(400, error_body("bad request"), {"retry-after-ms": "1"}))
+    env.write_config(loop_config(fake))
+    result = asyncio.run(run_session(env.runtime(), "hi", model="local/m"))
+    assert len(fake.requests) == 1 and "bad request" in (result.error or "")
 
 
 def test_hookcode_run_subprocess(env, fake):

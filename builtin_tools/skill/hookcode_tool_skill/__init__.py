@@ -17,8 +17,8 @@ warning):
    error status, a body over 5 MB, an index that is not JSON or not of that shape, or a name or
    file path that would leave the cache directory is a warning, never an error.
 
-A SKILL.md has ``---`` frontmatter with string ``name`` and ``description`` (else the skill is
-skipped silently). A frontmatter error is retried once with unquoted values containing ``:``
+A SKILL.md has ``---`` frontmatter (YAML, read by :mod:`hookcode.frontmatter`) with string
+``name`` and ``description`` (else the skill is skipped silently). A frontmatter error is retried once with unquoted values containing ``:``
 turned into block scalars; still failing, the file is skipped with a warning and a
 ``session.error`` event.
 

@@ -221,7 +221,7 @@ def _block_scalars(text: str) -> str:
 
 def parse_skill_file(text: str) -> tuple[dict[str, Any], str]:
     """(frontmatter, body); ValueError when the frontmatter is broken even after the retry."""
-    from hookcode.agents import parse_frontmatter
+    from hookcode.frontmatter import parse_frontmatter
 
     try:
         return parse_frontmatter(text)

@@ -15,19 +15,16 @@ configured ``url`` is not used: a login to one server is never sent to another):
               "clientInfo": {"client_id": "...", ...},     # a dynamically registered client
               "authServer": {...}, "resource": {...}}}     # the metadata found at login
 
-The file is mode 0600 and replaced atomically; writers take a ``flock`` on a sibling
-``.mcp-auth.lock`` so two hookcode processes refreshing tokens do not lose each other's
-entries. Only the standard library here (hookcode's own modules when used): the CLI imports
+Changes go through :func:`hookcode.sharedfile.update`: under a lock on the sibling
+``mcp-auth.json.lock``, so two hookcode processes refreshing tokens do not lose each other's
+entries, and written atomically with mode 0600. Only the standard library here (hookcode's own modules when used): the CLI imports
 this module to register its commands, and ``hookcode mcp logout`` needs no SDK.
 """
 
 from __future__ import annotations
 
-import contextlib
 import json
-import os
-import threading
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -37,8 +34,6 @@ FILE_NAME = "mcp-auth.json"
 #: where the local callback server listens by default (the reference's port)
 DEFAULT_PORT = 19876
 CALLBACK_PATH = "/mcp/oauth/callback"
-_LOCK_NAME = ".mcp-auth.lock"
-_THREAD_LOCK = threading.Lock()
 
 
 def redirect_uri(port: int = DEFAULT_PORT) -> str:
@@ -56,7 +51,6 @@ class AuthStore:
 
     def __init__(self, data_dir: Path) -> None:
         self.path = data_dir / FILE_NAME
-        self._lock_path = data_dir / _LOCK_NAME
 
     # -- reading ------------------------------------------------------------------------------
     def entries(self) -> dict[str, dict[str, Any]]:
@@ -107,34 +101,10 @@ class AuthStore:
         return removed[0]
 
     def _update(self, change: Callable[[dict[str, Any]], None]) -> None:
-        from hookcode.fileio import atomic_write
+        from hookcode.sharedfile import update
 
-        with self._locked():
-            data = self.entries()
-            before = json.dumps(data, sort_keys=True)
-            change(data)
-            if json.dumps(data, sort_keys=True) == before:
-                return
-            text = json.dumps(data, indent=2, ensure_ascii=False) + "\n"
-            atomic_write(self.path, text.encode("utf-8"), mode=0o600)
+        update(self.path, self.entries, change, _dump)
 
-    @contextlib.contextmanager
-    def _locked(self) -> Iterator[None]:
-        from hookcode.datadir import private_dir
 
-        with _THREAD_LOCK:
-            private_dir(self._lock_path.parent)  # the data directory: 0700
-            fd = os.open(self._lock_path, os.O_RDWR | os.O_CREAT, 0o600)
-            try:
-                try:
-                    import fcntl
-                except ImportError:  # pragma: no cover - not POSIX: the thread lock only
-                    yield
-                    return
-                fcntl.flock(fd, fcntl.LOCK_EX)
-                try:
-                    yield
-                finally:
-                    fcntl.flock(fd, fcntl.LOCK_UN)
-            finally:
-                os.close(fd)
+def _dump(data: dict[str, Any]) -> bytes:
+    return (json.dumps(data, indent=2, ensure_ascii=False) + "\n").encode("utf-8")

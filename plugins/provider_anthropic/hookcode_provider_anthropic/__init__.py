@@ -9,9 +9,10 @@
   Keys are looked up per request and never appear in errors.
 * **Endpoint** ``[provider.anthropic] base_url``, else ``ANTHROPIC_BASE_URL`` (the runtime's
   environment), else the public API; a trailing ``/v1`` is dropped (the SDK adds it).
-* **Config** ``[provider.anthropic]``: ``base_url``, ``api_key_env``, ``max_retries`` (429, 529,
-  5xx and connection errors are retried by the SDK with back-off, default 2), ``timeout``,
-  ``cache`` (prompt caching, default on), ``headers``, ``models``.
+* **Config** ``[provider.anthropic]``: ``base_url``, ``api_key_env``, ``max_retries`` (how
+  many times the agent loop retries 429, 529, 5xx and connection errors; the SDK's own retries
+  are off; default: the loop's 4), ``timeout``, ``cache`` (prompt caching, default on),
+  ``headers``, ``models``.
 * **Request options** (agent ``options`` / ``chat_params`` ``params["options"]``): ``thinking``
   (a budget in tokens, ``true``, ``"adaptive"``, or the API's own table), ``effort``,
   ``top_k``, ``stop_sequences``, ``cache``; see :mod:`hookcode_provider_anthropic.convert`.

@@ -68,11 +68,12 @@ class AnthropicConfig(_Strict):
         description="The environment variable holding the API key (``hookcode auth login anthropic`` is consulted when it is unset).",
         json_schema_extra=trusted_only(),
     )
-    max_retries: int = Field(
-        default=2,
+    max_retries: int | None = Field(
+        default=None,
+        examples=[2],
         ge=0,
         le=20,
-        description="Retries of a failed request (429, 529, 5xx, connection errors) with back-off.",
+        description="How many times the agent loop retries a failed request (429, 529, 5xx, connection errors), waiting what the server asks or backing off. Default: the loop's, 4.",
     )
     timeout: float | None = Field(
         default=None,

@@ -2,7 +2,8 @@
 
 The SDK (and its HTTP client) is imported inside :meth:`AnthropicProvider.stream`, the first
 time a model of this provider runs; importing this module costs only the standard library and
-hookcode.
+hookcode. The SDK's own retries are off: one request per reply, a failure reported as
+retryable or not (with the wait the server asked for), and the agent loop retries.
 """
 
 from __future__ import annotations
@@ -13,7 +14,7 @@ from collections.abc import AsyncIterator, Mapping
 from typing import TYPE_CHECKING, Any
 
 from hookcode.auth import redact
-from hookcode.providers import ModelInfo, ModelRequest, StreamError, StreamEvent
+from hookcode.providers import ModelInfo, ModelRequest, StreamError, StreamEvent, http_retry
 
 from hookcode_provider_anthropic.models import (
     DEFAULT_MAX_TOKENS_CAP,
@@ -94,6 +95,11 @@ class AnthropicProvider:
 
     # -- settings -------------------------------------------------------------------------------
     @property
+    def max_retries(self) -> int | None:
+        """How many times the agent loop retries a retryable error (None: its default)."""
+        return self.settings.max_retries
+
+    @property
     def env(self) -> Mapping[str, str]:
         return self.credentials.env if self.credentials is not None else os.environ
 
@@ -169,7 +175,7 @@ class AnthropicProvider:
         base_url = self.base_url()
         client_args: dict[str, Any] = {
             "base_url": base_url,
-            "max_retries": self.settings.max_retries,
+            "max_retries": 0,  # the agent loop retries (hookcode.session)
             "default_headers": dict(self.settings.headers) or None,
         }
         if key:
@@ -198,9 +204,7 @@ class AnthropicProvider:
         except anthropic.APIConnectionError as exc:
             detail = redact(str(exc), secrets)
             yield StreamError(
-                f"cannot reach the Anthropic API at {base_url}"
-                f" (after {self.settings.max_retries} retries): {detail}",
-                retryable=True,
+                f"cannot reach the Anthropic API at {base_url}: {detail}", retryable=True
             )
         except anthropic.AnthropicError as exc:  # anything else the SDK raises
             yield StreamError(f"Anthropic SDK error: {redact(str(exc), secrets)}")
@@ -215,25 +219,28 @@ class AnthropicProvider:
         text = redact(str(message or getattr(exc, "message", "") or exc), secrets)
         request_id = getattr(exc, "request_id", None)
         where = f" (request-id {request_id})" if request_id else ""
-        retries = f"after {self.settings.max_retries} retries"
-        if status == 401:
-            return StreamError(
-                f"authentication failed: set {self.settings.api_key_env} or {LOGIN_HINT}"
-                f" (the API said: {text}){where}"
-            )
         if status == 200:  # an `error` event in the middle of the stream
             return StreamError(
                 f"{kind or 'error'}: {text}{where}",
                 retryable=kind in ("overloaded_error", "rate_limit_error", "api_error"),
             )
-        if status == 429:
-            return StreamError(f"rate limited ({retries}): {text}{where}", retryable=True)
-        if status == 529 or kind == "overloaded_error":
-            return StreamError(f"Anthropic API overloaded ({retries}): {text}{where}", True)
-        if status >= 500 or status in (408, 409):
-            return StreamError(f"Anthropic API error {status} ({retries}): {text}{where}", True)
-        if status == 403:
-            return StreamError(f"permission denied: {text}{where}")
-        if status == 404:
-            return StreamError(f"not found (model or endpoint; base URL {self.base_url()}): {text}")
-        return StreamError(f"request rejected ({status} {kind}): {text}{where}".replace(" )", ")"))
+        response = getattr(exc, "response", None)
+        retryable, wait = http_retry(status, response.headers if response is not None else {})
+        if status == 401:
+            text = (
+                f"authentication failed: set {self.settings.api_key_env} or {LOGIN_HINT}"
+                f" (the API said: {text}){where}"
+            )
+        elif status == 429:
+            text = f"rate limited: {text}{where}"
+        elif status == 529 or kind == "overloaded_error":
+            text = f"Anthropic API overloaded: {text}{where}"
+        elif status >= 500 or status in (408, 409):
+            text = f"Anthropic API error {status}: {text}{where}"
+        elif status == 403:
+            text = f"permission denied: {text}{where}"
+        elif status == 404:
+            text = f"not found (model or endpoint; base URL {self.base_url()}): {text}"
+        else:
+            text = f"request rejected ({status} {kind}): {text}{where}".replace(" )", ")")
+        return StreamError(text, retryable=retryable, retry_after=wait if retryable else None)

@@ -1,6 +1,8 @@
 """One OpenAI-compatible provider: streaming ``POST {base_url}/chat/completions`` over httpx.
 
-httpx is imported inside :meth:`OpenAIProvider.stream`, never at import time. The API key is
+httpx is imported inside :meth:`OpenAIProvider.stream`, never at import time. One request per
+reply: a failure is reported as retryable or not, with the wait the server asked for, and the
+agent loop retries. The API key is
 looked up when a request is made (environment variable, then ``hookcode auth login``); a
 provider with neither sends no Authorization header (Ollama, LM Studio, vLLM need none).
 The key never appears in an error message.
@@ -8,14 +10,13 @@ The key never appears in an error message.
 
 from __future__ import annotations
 
-import asyncio
 from collections.abc import AsyncIterator, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 from urllib.parse import urlsplit
 
 from hookcode.auth import redact
-from hookcode.providers import ModelInfo, ModelRequest, StreamError, StreamEvent
+from hookcode.providers import ModelInfo, ModelRequest, StreamError, StreamEvent, http_retry
 
 from hookcode_provider_openai.wire import (
     Prices,
@@ -23,15 +24,11 @@ from hookcode_provider_openai.wire import (
     build_body,
     error_message,
     parse_data,
-    retry_delay,
-    server_delay,
     sse_events,
 )
 
 __all__ = ["OpenAIProvider", "ProviderSettings"]
 
-#: statuses worth another try (as the official SDKs do)
-RETRY_STATUSES = frozenset({408, 409, 429})
 #: at most this much of an error body is read
 ERROR_BODY_LIMIT = 64 * 1024
 
@@ -45,7 +42,8 @@ class ProviderSettings:
     models: list[str] = field(default_factory=list)
     headers: dict[str, str] = field(default_factory=dict)
     prices: dict[str, Prices] = field(default_factory=dict)
-    max_retries: int = 2
+    #: how many times the agent loop retries a retryable error (None: its default)
+    max_retries: int | None = None
     timeout: float = 600.0
 
     @property
@@ -71,6 +69,7 @@ class OpenAIProvider:
         self.credentials = credentials
         self.id = settings.id
         self.name = settings.name
+        self.max_retries = settings.max_retries
 
     def __repr__(self) -> str:
         return f"OpenAIProvider(id={self.id!r}, base_url={self.settings.base_url!r})"
@@ -142,63 +141,41 @@ class OpenAIProvider:
         price = self.settings.prices.get(request.model)
         timeout = httpx.Timeout(self.settings.timeout, connect=min(10.0, self.settings.timeout))
         url = self.settings.url
-        attempt = 0
+        emitted = False
         async with httpx.AsyncClient(timeout=timeout, follow_redirects=True) as client:
-            while True:
-                failure: StreamError
-                delay: float | None = None
-                emitted = False
-                try:
-                    async with client.stream(
-                        "POST", url, json=body, headers=self._headers(key)
-                    ) as response:
-                        if response.status_code < 400:
-                            async for event in self._read(response, price):
-                                emitted = True
-                                if isinstance(event, StreamError):
-                                    event.message = redact(event.message, secrets)
-                                yield event
-                            return
-                        raw = await _read_limited(response)
-                        failure, retry = self._http_error(response.status_code, raw, secrets)
-                        retry = _should_retry(response.headers, retry)
-                        failure.retryable = retry
-                        if retry:
-                            # for the loop's own retries once ours are spent
-                            failure.retry_after = server_delay(response.headers)
-                        if retry and attempt < self.settings.max_retries:
-                            delay = retry_delay(response.headers, attempt)
-                except (httpx.UnsupportedProtocol, httpx.InvalidURL) as exc:
-                    yield StreamError(f"provider '{self.id}': bad base_url {url!r}: {exc}")
-                    return
-                except httpx.TransportError as exc:
-                    what = str(exc) or type(exc).__name__
-                    if emitted:  # part of the reply is out: it cannot be taken back
-                        yield StreamError(
-                            redact(f"the connection to {url} broke mid-reply: {what}", secrets),
-                            retryable=True,
-                        )
+            try:
+                async with client.stream(
+                    "POST", url, json=body, headers=self._headers(key)
+                ) as response:
+                    if response.status_code < 400:
+                        async for event in self._read(response, price):
+                            emitted = True
+                            if isinstance(event, StreamError):
+                                event.message = redact(event.message, secrets)
+                            yield event
                         return
-                    failure = StreamError(
-                        redact(f"cannot reach {url}: {what}", secrets), retryable=True
-                    )
-                    if attempt < self.settings.max_retries:
-                        delay = retry_delay({}, attempt)
-                if delay is None:
-                    if attempt:
-                        failure.message += f" (after {attempt + 1} attempts)"
-                    yield failure
-                    return
-                attempt += 1
-                await asyncio.sleep(delay)
+                    raw = await _read_limited(response)
+                    yield self._http_error(response.status_code, response.headers, raw, secrets)
+            except (httpx.UnsupportedProtocol, httpx.InvalidURL) as exc:
+                yield StreamError(f"provider '{self.id}': bad base_url {url!r}: {exc}")
+            except httpx.TransportError as exc:
+                what = str(exc) or type(exc).__name__
+                # part of the reply out: it cannot be taken back, but the loop may try again
+                # when nothing of it ran
+                failure = f"the connection to {url} broke mid-reply" if emitted else ""
+                failure = failure or f"cannot reach {url}"
+                yield StreamError(redact(f"{failure}: {what}", secrets), retryable=True)
 
-    def _http_error(self, status: int, raw: bytes, secrets: list[str]) -> tuple[StreamError, bool]:
-        """(the error to report, whether the status is worth a retry)."""
+    def _http_error(
+        self, status: int, headers: Mapping[str, str], raw: bytes, secrets: list[str]
+    ) -> StreamError:
         message = redact(error_message(status, raw), secrets)
+        retryable, wait = http_retry(status, headers)
         if status == 401:
-            return StreamError(f"authentication failed: {self._auth_hint()} ({message})"), False
-        retry = status in RETRY_STATUSES or status >= 500
-        return StreamError(f"provider '{self.id}': {message}", retryable=retry), retry
+            message = f"authentication failed: {self._auth_hint()} ({message})"
+        else:
+            message = f"provider '{self.id}': {message}"
+        return StreamError(message, retryable=retryable, retry_after=wait if retryable else None)
 
     async def _read(self, response: Any, price: Prices | None) -> AsyncIterator[StreamEvent]:
         assembler = StreamAssembler(price)
@@ -237,15 +214,6 @@ class OpenAIProvider:
                 break
         for event in assembler.end(done):
             yield event
-
-
-def _should_retry(headers: Mapping[str, str], default: bool) -> bool:
-    value = str(headers.get("x-should-retry", "")).strip().lower()
-    if value == "true":
-        return True
-    if value == "false":
-        return False
-    return default
 
 
 async def _read_limited(response: Any) -> bytes:

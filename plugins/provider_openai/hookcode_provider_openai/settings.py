@@ -87,11 +87,12 @@ class OpenAIProviderConfig(BaseModel):
         examples=[{"gpt-4o": {"input": 2.5, "output": 10.0, "cached_input": 1.25}}],
         description="Prices per model id (USD per million tokens), for the session's cost.",
     )
-    max_retries: int = Field(
-        default=2,
+    max_retries: int | None = Field(
+        default=None,
+        examples=[2],
         ge=0,
         le=10,
-        description="Retries of a request answered 408/409/429/5xx or failing to connect (with back-off).",
+        description="How many times the agent loop retries a request answered 408/409/429/5xx or failing to connect, waiting what the server asks or backing off. Default: the loop's, 4.",
     )
     timeout: float = Field(
         default=600.0,

@@ -14,10 +14,8 @@ string when they are not valid JSON, so the pipeline tells the model), except wi
 from __future__ import annotations
 
 import base64
-import email.utils
 import json
 import random
-import time
 import urllib.parse
 from collections.abc import AsyncIterator, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -45,8 +43,6 @@ __all__ = [
     "build_tools",
     "error_message",
     "parse_data",
-    "retry_delay",
-    "server_delay",
     "sse_events",
 ]
 
@@ -282,46 +278,15 @@ def error_message(status: int, raw: bytes) -> str:
     return f"{prefix}: {message}"
 
 
-def server_delay(headers: Mapping[str, str]) -> float | None:
-    """The wait the server asked for: ``retry-after-ms``, else ``retry-after`` (seconds or an
-    HTTP date); None when absent or not within (0, 60] seconds."""
-    lowered = {k.lower(): v for k, v in headers.items()}
-    delay: float | None = None
-    try:
-        if "retry-after-ms" in lowered:
-            delay = float(lowered["retry-after-ms"]) / 1000
-    except ValueError:
-        delay = None
-    if delay is None and "retry-after" in lowered:
-        value = lowered["retry-after"].strip()
-        try:
-            delay = float(value)
-        except ValueError:
-            try:
-                when = email.utils.parsedate_to_datetime(value)
-            except (TypeError, ValueError, IndexError):
-                when = None
-            if when is not None:
-                delay = when.timestamp() - time.time()
-    return delay if delay is not None and 0 < delay <= 60 else None
-
-
-def retry_delay(headers: Mapping[str, str], attempt: int) -> float:
-    """Seconds to wait before retry number ``attempt`` (0-based): what the server asked for
-    (:func:`server_delay`), else exponential back-off from 0.5 s up to 8 s with jitter."""
-    delay = server_delay(headers)
-    if delay is not None:
-        return delay
-    base = min(0.5 * 2**attempt, 8.0)
-    return base * (1 - 0.25 * random.random())
-
-
 # ----------------------------------------------------------------------------- SSE
 
 
 async def sse_events(lines: AsyncIterator[str]) -> AsyncIterator[tuple[str | None, str]]:
     """Server-sent events as ``(event name, data)``; comment lines are skipped. Servers that
-    forget the blank line between events are tolerated by :func:`parse_data`."""
+    forget the blank line between events are tolerated by :func:`parse_data`; a last event
+    with no blank line after it is still read, and so is a stream served under another
+    content type than ``text/event-stream`` (httpx-sse 0.4 drops the one and refuses the
+    other, which is why this parser is kept)."""
     event: str | None = None
     data: list[str] = []
     async for line in lines:

@@ -6,7 +6,8 @@ model stopped asking for tools), ``message.updated``, ``tool.started``,
 ``permission.asked``, ``permission.replied`` (``front_end``: the plugin that answered, None
 when nobody did), ``permission.decided`` (the votes settled a request without asking:
 ``action``, ``votes``, and ``rules`` with each pattern's deciding rule and its source),
-``file.edited``, ``todo.updated``.
+``file.edited`` (a file-edit transaction wrote or removed ``file``, the absolute path as the
+tool named it; ``deleted``), ``todo.updated``.
 """
 
 from __future__ import annotations

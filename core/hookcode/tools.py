@@ -35,6 +35,7 @@ if TYPE_CHECKING:
 
     from pydantic import BaseModel, ValidationError
 
+    from hookcode.edits import EditTransaction
     from hookcode.filetime import FileTimes
     from hookcode.pipeline import Outcome
     from hookcode.runtime import Runtime
@@ -234,6 +235,31 @@ class ToolContext:
     def is_inside_project(self, path: str | Path) -> bool:
         """Whether ``path`` (symlinks resolved) is inside the working directory or worktree."""
         return self.runtime.is_inside_project(self.resolve(path))
+
+    def relative(self, path: str | Path) -> str:
+        """``path`` relative to the worktree, with ``/`` separators (titles, ``edit`` patterns)."""
+        import os
+
+        return os.path.relpath(self.resolve(path), self.worktree).replace(os.sep, "/")
+
+    # -- changing files -----------------------------------------------------------------------
+    def edit_files(self, *paths: str | Path, require_read: bool = True) -> EditTransaction:
+        """A transaction that changes ``paths`` together or not at all, as the built-in file
+        tools do (:mod:`hookcode.edits`)::
+
+            async with ctx.edit_files(path) as tx:
+                current = tx.read(path)
+                tx.write(path, current.text.replace("a", "b"))
+
+        On entering, the paths are locked and ``external_directory`` is asked for those outside
+        the project; on leaving, ONE ``edit`` ask with the diff of every file (protected paths
+        marked), then every file is written atomically (or none is), ``file.edited`` published
+        and the read times recorded. ``require_read``: an existing file must have been read in
+        this session, and not modified since, before it is changed (the read-before-write rule).
+        A sync tool uses ``with`` instead of ``async with``."""
+        from hookcode.edits import EditTransaction
+
+        return EditTransaction(self, paths, require_read=require_read)
 
     # -- live updates -------------------------------------------------------------------------
     def metadata(self, title: str | None = None, metadata: dict[str, Any] | None = None) -> None:

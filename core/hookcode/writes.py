@@ -1,7 +1,6 @@
-"""Where a file tool's write lands, and the ``edit`` request that allows it.
-
-Every tool that writes files (``write``, ``edit``, ``multiedit``, ``apply_patch``) goes through
-these two steps, so they agree on symlinks and on protected paths:
+"""Where a file tool's write lands, and the ``edit`` request that allows it: the lower layer
+of :mod:`hookcode.edits` (the file-edit transaction every writing tool uses), so that they
+agree on symlinks and on protected paths:
 
 * :func:`write_target` is the file the OS will write: every symlink followed, dangling ones
   included, as ``open(path, "w")`` would. A write goes THROUGH a symlink to its target (the
@@ -10,11 +9,13 @@ these two steps, so they agree on symlinks and on protected paths:
   symlink loop, or under something that is not a directory is refused with one line naming
   the culprit, before anything is created: the only directories a write creates are the
   missing ones the path itself spells.
-* :func:`ask_edit` asks ``edit`` once for a set of paths: the patterns are each path
+* :func:`edit_request` is the ``edit`` request for a set of paths: the patterns are each path
   worktree-relative as spelled and, when symlinks make it differ, as resolved (a rule on
   either applies); a path that is protected (:mod:`hookcode.protected`: ``hookcode.toml``,
   ``.git/**``, ...) marks the request ``metadata["protected"]`` so that only a person or a
   rule naming it allows it, and an "always" reply then remembers the exact paths, never ``*``.
+* :func:`resolution` and :func:`unchanged`: how the paths resolve before the ask, checked
+  again after it (a symlink on the way changed while a person was asked: nothing is written).
 """
 
 from __future__ import annotations
@@ -22,14 +23,14 @@ from __future__ import annotations
 import os
 from collections.abc import Iterable
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from hookcode.errors import ToolError
 
 if TYPE_CHECKING:
     from hookcode.tools import ToolContext
 
-__all__ = ["ask_edit", "edit_request", "resolution", "unchanged", "write_target"]
+__all__ = ["EditRequest", "edit_request", "resolution", "unchanged", "write_target"]
 
 
 def write_target(path: Path) -> Path:
@@ -124,7 +125,7 @@ def edit_request(ctx: ToolContext, paths: Iterable[Path]) -> EditRequest:
         spelled = os.fspath(path)
         real = os.path.realpath(spelled)
         for form in (spelled, real) if real != spelled else (spelled,):
-            pattern = os.path.relpath(form, ctx.worktree).replace(os.sep, "/")
+            pattern = ctx.relative(form)
             if pattern in patterns:
                 continue
             patterns.append(pattern)
@@ -132,12 +133,3 @@ def edit_request(ctx: ToolContext, paths: Iterable[Path]) -> EditRequest:
             if entry is not None:
                 marked[pattern] = entry
     return EditRequest(patterns, marked)
-
-
-async def ask_edit(ctx: ToolContext, paths: Iterable[Path], metadata: dict[str, Any]) -> None:
-    """Ask ``edit`` for writing ``paths`` (see the module's docstring); ``metadata`` is the
-    tool's own (``filepath``, ``diff``, ...), ``protected`` is added when a path is."""
-    request = edit_request(ctx, paths)
-    if request.protected:
-        metadata = {**metadata, "protected": request.protected}
-    await ctx.ask("edit", request.patterns, request.always, metadata)

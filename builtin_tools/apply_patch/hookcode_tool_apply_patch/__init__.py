@@ -1,21 +1,22 @@
 """apply_patch: add, update, move and delete files with one patch (reference/tools.md §7).
 
-Order of a call, all of it under the path locks of every file named (move targets included,
-taken in sorted order):
+Order of a call:
 
 1. parse the patch (:mod:`hookcode_tool_apply_patch.patch`);
-2. ask ``external_directory`` for every path and move target outside the project (each
-   directory once; symlinks followed, dangling ones too);
+2. one file-edit transaction (:mod:`hookcode.edits`) for every file named, move targets
+   included, opened without the read-before-write rule (the context lines verify the content):
+   the path locks (sorted order), ``external_directory`` for every path and move target outside
+   the project (each directory once; symlinks followed, dangling ones too);
 3. verify every hunk and compute every file's new text in memory, against the files as the
    earlier hunks of the same patch leave them; any failure ends the call here, with nothing
    written (ours: Codex's scenario 015 keeps the files written before the failure). A path
    under a dangling directory link, a symlink loop or a file is refused here
    (:func:`hookcode.writes.write_target`);
-4. ONE ``edit`` ask (:func:`hookcode.writes.edit_request`): patterns = the worktree-relative
-   paths of every file touched, move sources and targets included, as spelled and as
-   resolved; always ``["*"]``, or the exact paths when one is protected (``hookcode.toml``,
-   ``.git/**``, ...: ``metadata["protected"]`` then asks even where ``edit`` is allowed);
-   metadata ``filepath``, ``diff``, ``files``;
+4. ONE ``edit`` ask: patterns = the worktree-relative paths of every file touched, move sources
+   and targets included, as spelled and as resolved; always ``["*"]``, or the exact paths when
+   one is protected (``hookcode.toml``, ``.git/**``, ...: ``metadata["protected"]`` then asks
+   even where ``edit`` is allowed); metadata ``filepath`` (the patterns joined by ", "),
+   ``diff`` (each hunk's diff, paths relative), ``files``;
 5. write: every new text atomically (an existing file keeps its encoding, BOM and mode; a
    moved file those of its source; parents are created), then remove deleted files and move
    sources; ``file.edited`` (``file`` = absolute path, ``deleted``) for every changed path.
@@ -32,6 +33,9 @@ Decisions where the reference leaves room:
   the file it points to created); ``Delete File`` and a move remove the link itself. Files are
   tracked by where the OS finds them, so two spellings of one file (a link and its target) in
   one patch apply in turn.
+- Verification failures are worded as Codex words them: ``[Errno 21] Is a directory: '<path>'``
+  for a directory where a file is added or deleted, ``[Errno 2] No such file or directory:
+  '<path>'`` for a missing file to delete.
 """
 
 from __future__ import annotations
@@ -43,10 +47,9 @@ from typing import TYPE_CHECKING, Annotated, Any
 
 from hookcode import ToolContext, ToolError, ToolResult, hookimpl
 from hookcode import tool as define_tool
-from hookcode.errors import ToolAborted
 
 if TYPE_CHECKING:
-    from hookcode.fileio import PendingWrites
+    from hookcode.edits import EditTransaction
 
 __all__ = ["apply_patch"]
 
@@ -113,8 +116,6 @@ async def apply_patch(
 ) -> ToolResult:
     import asyncio
 
-    from hookcode.writes import edit_request, resolution, unchanged
-
     from hookcode_tool_apply_patch.patch import EmptyPatch, PatchError, parse
 
     if not patch_text:
@@ -132,39 +133,15 @@ async def apply_patch(
         if hunk.move_path is not None:
             paths.append(ctx.resolve(hunk.move_path))
 
-    async with ctx.runtime.path_locks.hold(*paths):
-        asked: set[str] = set()
-        for path in paths:
-            pattern = ctx.external_directory(path, "file")
-            if pattern is not None and pattern not in asked:
-                asked.add(pattern)
-                await ctx.ask_external_directory(path, "file")
-
-        resolved = resolution(paths)
+    async with ctx.edit_files(*paths, require_read=False) as tx:
         loop = asyncio.get_running_loop()
-        plan = await loop.run_in_executor(ctx.runtime.executor, _plan, ctx, hunks)
-
-        request = edit_request(ctx, paths)
-        metadata: dict[str, Any] = {
-            "filepath": ", ".join(request.patterns),
-            "diff": plan.diff,
-            "files": plan.files,
-        }
-        if request.protected:
-            metadata["protected"] = request.protected
-        await ctx.ask("edit", request.patterns, request.always, metadata)
-
-        if ctx.abort.aborted:
-            raise ToolAborted()
-        unchanged(resolved, paths)  # the ask may have waited for a person
-        # no await from here on: the files are written all together or not at all
-        changed = _write(plan, ctx.runtime.pending_writes)
-
-    for path, deleted in changed:
-        ctx.publish("file.edited", file=str(plan.names.get(path, path)), deleted=deleted)
+        plan = await loop.run_in_executor(ctx.runtime.executor, _plan, ctx, tx, hunks)
+        tx.metadata.update(
+            filepath=", ".join(tx.request().patterns), diff=plan.diff, files=plan.files
+        )
 
     output = "Success. Updated the following files:\n" + "\n".join(plan.summary)
-    return ToolResult(title=output, output=output, metadata=metadata)
+    return ToolResult(title=output, output=output, metadata=tx.metadata)
 
 
 @hookimpl
@@ -180,31 +157,13 @@ def tool() -> list[Any]:
 class _Plan:
     """A verified patch (a plain class: a dataclass costs at import)."""
 
-    __slots__ = ("diff", "files", "final", "names", "summary")
+    __slots__ = ("diff", "files", "summary")
 
-    def __init__(
-        self,
-        *,
-        final: dict[Path, Any],
-        names: dict[Path, Path],
-        files: list[dict[str, Any]],
-        diff: str,
-        summary: list[str],
-    ) -> None:
-        #: the final state of every file touched, in order of first touch, by where the OS
-        #: finds it (a write's key is its target, symlinks followed; a removal's the directory
-        #: entry, a link itself): the file to write (its text and how to store it), or None
-        #: to remove it
-        self.final = final
-        #: each key's path as the patch spelled it first (for the ``file.edited`` events)
-        self.names = names
+    def __init__(self, *, files: list[dict[str, Any]], diff: str, summary: list[str]) -> None:
+        #: per hunk: what the ask's and the result's ``files`` say of it
         self.files = files
         self.diff = diff
         self.summary = summary
-
-
-def _relative(ctx: ToolContext, path: Path) -> str:
-    return os.path.relpath(path, ctx.worktree).replace(os.sep, "/")
 
 
 def _os_error(code: int, path: Path) -> OSError:
@@ -216,118 +175,67 @@ def _clean(text: str) -> str:
     return text.encode("utf-8", "surrogateescape").decode("utf-8", "replace")
 
 
-def _plan(ctx: ToolContext, hunks: list[Any]) -> _Plan:
-    """Check every hunk and compute every file in memory; raise ToolError on the first failure."""
-    import dataclasses
+def _failed(exc: Exception) -> ToolError:
+    """A verification failure, worded as Codex words it."""
+    from hookcode.edits import MissingFile, NotAFile
 
-    from hookcode.fileio import TextFile, diff, diff_stats, read_text, to_newline
-    from hookcode.writes import write_target
+    if isinstance(exc, NotAFile) and exc.directory:
+        exc = _os_error(errno.EISDIR, exc.path)
+    elif isinstance(exc, MissingFile):
+        exc = _os_error(errno.ENOENT, exc.path)
+    return ToolError(f"{PREFIX}{exc}")
+
+
+def _plan(ctx: ToolContext, tx: EditTransaction, hunks: list[Any]) -> _Plan:
+    """Check every hunk and make its change in the transaction (in memory); raise ToolError
+    on the first failure."""
+    from hookcode.fileio import diff, diff_stats, to_newline
 
     from hookcode_tool_apply_patch.patch import AddFile, DeleteFile, PatchError, apply_chunks
-
-    final: dict[Path, TextFile | None] = {}
-    names: dict[Path, Path] = {}
-
-    def entry(path: Path) -> Path:
-        """The directory entry ``path`` names: its parent's symlinks resolved, not its own."""
-        return Path(os.path.realpath(path.parent)) / path.name
-
-    def source(path: Path) -> Path:
-        """The key of a file read at ``path``: the entry when this patch already decided what
-        is there (a link deleted by an earlier hunk is gone), else its real path."""
-        place = entry(path)
-        return place if place in final else Path(os.path.realpath(path))
-
-    def current(key: Path) -> TextFile | None:
-        """The file as the earlier hunks leave it; None when missing or not a regular file."""
-        if key in final:
-            return final[key]
-        if not key.is_file():
-            return None
-        return read_text(key)
-
-    def target(path: Path) -> Path:
-        """The key a file written at ``path`` lands in (:func:`hookcode.writes.write_target`:
-        through a symlink; a dangling directory link or a file among the parents refused),
-        never a directory."""
-        place = entry(path)
-        if place in final:
-            return place
-        try:
-            key = write_target(path)
-        except ToolError as exc:
-            raise ToolError(f"{PREFIX}{exc}") from None
-        if key not in final and key.is_dir():
-            raise _os_error(errno.EISDIR, path)
-        return key
-
-    def put(key: Path, path: Path, file: TextFile | None) -> None:
-        final[key] = file
-        names.setdefault(key, path)
 
     files: list[dict[str, Any]] = []
     diffs: list[str] = []
     summary: list[str] = []
     for hunk in hunks:
         path = ctx.resolve(hunk.path)
-        relative = _relative(ctx, path)
+        relative = ctx.relative(path)
         move_path: Path | None = None
         try:
             if isinstance(hunk, AddFile):
                 kind = "add"
-                key = target(path)
                 text = hunk.contents
                 if text and not text.endswith("\n"):
                     text += "\n"
-                existing = current(key)
-                before = existing.text if existing is not None else ""
-                if existing is not None:
+                existing = tx.read(path)
+                if existing.exists:
                     text = to_newline(text, existing.newline)
-                    put(key, path, dataclasses.replace(existing, path=key, text=text))
-                else:
-                    put(key, path, TextFile(key, text, exists=False))
-                after = text
+                before, after = existing.text, text
+                tx.write(path, text)
                 summary.append(f"A {relative}")
             elif isinstance(hunk, DeleteFile):
                 kind = "delete"
-                key = entry(path)
-                if key in final:
-                    existing = final[key]
-                    if existing is None:
-                        raise _os_error(errno.ENOENT, path)
-                else:
-                    existing = read_text(path)  # a directory raises IsADirectoryError
-                    if not existing.exists:
-                        raise _os_error(errno.ENOENT, path)
-                before, after = existing.text, ""
-                put(key, path, None)
+                before, after = tx.delete(path).before.text, ""
                 summary.append(f"D {relative}")
             else:
-                key = source(path)
                 try:
-                    existing = current(key)
-                except OSError:
+                    existing = tx.read(path)
+                except (ToolError, OSError):
                     existing = None
-                if existing is None:
-                    raise ToolError(f"{PREFIX}Failed to read file to update: {path}")
+                if existing is None or not existing.exists:
+                    raise ToolError(f"Failed to read file to update: {path}")
                 before = existing.text
                 after = apply_chunks(before, hunk.chunks, str(path))
                 if hunk.move_path is not None:
                     kind = "move"
                     move_path = ctx.resolve(hunk.move_path)
-                    destination = target(move_path)
-                    put(entry(path), path, None)  # the source entry goes (a link itself)
-                    moved = dataclasses.replace(existing, path=destination, text=after)
-                    put(destination, move_path, moved)
-                    summary.append(f"M {_relative(ctx, move_path)}")
+                    tx.move(path, move_path, after)
+                    summary.append(f"M {ctx.relative(move_path)}")
                 else:
                     kind = "update"
-                    put(key, path, dataclasses.replace(existing, text=after))
+                    tx.write(path, after)
                     summary.append(f"M {relative}")
-        except PatchError as exc:
-            raise ToolError(f"{PREFIX}{exc}") from None
-        except OSError as exc:
-            raise ToolError(f"{PREFIX}{exc}") from None
+        except (PatchError, ToolError, OSError) as exc:
+            raise _failed(exc) from None
 
         file_diff = _clean(diff(relative, before, after))
         additions, deletions = diff_stats(before, after)
@@ -335,7 +243,7 @@ def _plan(ctx: ToolContext, hunks: list[Any]) -> _Plan:
         files.append(
             {
                 "filePath": str(path),
-                "relativePath": _relative(ctx, move_path or path),
+                "relativePath": ctx.relative(move_path or path),
                 "type": kind,
                 "diff": file_diff,
                 "before": _clean(before),
@@ -345,36 +253,4 @@ def _plan(ctx: ToolContext, hunks: list[Any]) -> _Plan:
                 "movePath": str(move_path) if move_path is not None else None,
             }
         )
-    return _Plan(final=final, names=names, files=files, diff="".join(diffs), summary=summary)
-
-
-# ---------------------------------------------------------------------------------------------
-# writing
-# ---------------------------------------------------------------------------------------------
-
-
-def _write(plan: _Plan, pending: PendingWrites) -> list[tuple[Path, bool]]:
-    """Write every new text, then remove deleted files; returns (key, deleted) per change.
-    Every key is where the OS finds the file (see :class:`_Plan`): a write through a symlink
-    goes to its target, so the link stays. ``pending`` records a named temporary file where
-    the file system has no anonymous ones."""
-    from hookcode.fileio import atomic_write, write_text
-
-    changed: list[tuple[Path, bool]] = []
-    removals: list[Path] = []
-    for path, file in plan.final.items():
-        if file is None:
-            removals.append(path)
-            continue
-        if file.exists:
-            # an existing file (or a moved one): its encoding, BOM and mode; the text already
-            # has the line endings it must have (mixed ones included)
-            atomic_write(path, file.encode(file.text), mode=file.mode, pending=pending)
-        else:
-            write_text(path, file.text, pending=pending)
-        changed.append((path, False))
-    for path in removals:
-        if os.path.lexists(path):
-            os.unlink(path)
-            changed.append((path, True))
-    return changed
+    return _Plan(files=files, diff="".join(diffs), summary=summary)

@@ -1,60 +1,54 @@
 """edit: replace a string in a file (reference/tools.md §5).
 
 Checks, in order: an empty ``filePath`` -> ``filePath is required``; ``oldString == newString``
--> ``No changes to apply: ...``; ``external_directory`` (file; symlinks followed, dangling ones
-too); then, holding the path lock until the write is done: the write target
-(:func:`hookcode.writes.write_target`: a symlink is edited through, its target written and the
-link kept; a path under a dangling directory link is refused); a directory -> ``Path is a
-directory, not a file: <abs>``; an existing file must have been read in this session and not
-modified since (the read-before-write rule, §24, which also covers an empty ``oldString`` over
-an existing file — the reference skips it there); a missing file -> ``File <abs> not found``
-unless ``oldString`` is empty (create); the replacement (:mod:`hookcode_tool_edit.replace`);
-one ``edit`` ask with the diff (:func:`hookcode.writes.ask_edit`: the path as spelled and as
-resolved; a protected path is marked and asks even where ``edit`` is allowed); the write;
-``file.edited``; the read time is recorded.
+-> ``No changes to apply: ...``; then one file-edit transaction (:mod:`hookcode.edits`): the
+path lock and ``external_directory`` (file; symlinks followed, dangling ones too); the file as
+stored (a symlink is edited through, its target written and the link kept; a path under a
+dangling directory link is refused); a directory -> ``Path is a directory, not a file: <abs>``;
+an existing file must have been read in this session and not modified since (the
+read-before-write rule, §24, which also covers an empty ``oldString`` over an existing file —
+the reference skips it there); a missing file -> ``File <abs> not found`` unless ``oldString``
+is empty (create); the replacement (:mod:`hookcode_tool_edit.replace`); one ``edit`` ask with
+the diff (the path as spelled and as resolved; a protected path is marked and asks even where
+``edit`` is allowed); the write; ``file.edited``; the read time is recorded.
 
 Line endings: the file is CRLF if it has any ``\\r\\n``; ``oldString`` and ``newString`` are
 normalised to LF and then converted to the file's style before matching, so the file keeps its
 style. The write is atomic and keeps the file's encoding, BOM and mode; bytes outside the
 replaced text are written back as they were. A new file gets ``newString`` as given.
 
-The helpers below (:func:`load`, :func:`apply_edit`, :func:`commit`) are shared with the
-``multiedit`` tool, which applies several edits in memory before one ask and one write.
+:func:`apply_edit` and :func:`result_metadata` are shared with the ``multiedit`` tool, which
+applies several edits in memory before one ask and one write.
 """
 
 from __future__ import annotations
 
-import os
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any
 
 from hookcode import ToolContext, ToolError, ToolResult, hookimpl, tool
 
 if TYPE_CHECKING:
-    from hookcode.fileio import PendingWrites, TextFile
+    from hookcode.edits import EditTransaction
+    from hookcode.fileio import TextFile
 
-__all__ = [
-    "OUTPUT",
-    "Target",
-    "apply_edit",
-    "commit",
-    "edit",
-    "load",
-    "relative",
-    "require_path",
-    "trim_diff",
-]
+__all__ = ["OUTPUT", "apply_edit", "edit", "require_path", "result_metadata"]
 
 OUTPUT = "Edit applied successfully."
 
 
 # The replacer cascade (:mod:`hookcode_tool_edit.replace`) is imported when an edit is first
-# applied, not when the plugin loads; its ``IDENTICAL`` message is importable from here too.
+# applied, not when the plugin loads; its ``IDENTICAL`` message is importable from here too,
+# and so is ``trim_diff`` (:func:`hookcode.edits.trim_diff`, how the diff is shown).
 def __getattr__(name: str) -> Any:
     if name == "IDENTICAL":
         from hookcode_tool_edit.replace import IDENTICAL
 
         return IDENTICAL
+    if name == "trim_diff":
+        from hookcode.edits import trim_diff
+
+        return trim_diff
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
@@ -109,14 +103,9 @@ async def edit(
 
         raise ToolError(IDENTICAL)
     path = ctx.resolve(file_path)
-    await ctx.ask_external_directory(path, "file")
-    async with ctx.runtime.path_locks.hold(path):
-        target, before = await load(ctx, path)
-        after = await asyncio.to_thread(
-            apply_edit, path, before, old_string, new_string, replace_all
-        )
-        metadata = await commit(ctx, path, target, before, after)
-    return ToolResult(output=OUTPUT, title=relative(ctx, path), metadata=metadata)
+    async with ctx.edit_files(path) as tx:
+        await asyncio.to_thread(_edit, tx, path, old_string, new_string, replace_all)
+    return ToolResult(output=OUTPUT, title=ctx.relative(path), metadata=result_metadata(tx))
 
 
 @hookimpl
@@ -135,48 +124,11 @@ def require_path(file_path: str) -> None:
         raise ToolError("filePath is required")
 
 
-def relative(ctx: ToolContext, path: Path) -> str:
-    """``path`` relative to the worktree, with forward slashes (titles and ``edit`` patterns)."""
-    return os.path.relpath(path, ctx.worktree).replace(os.sep, "/")
-
-
-async def load(ctx: ToolContext, path: Path) -> tuple[Target, TextFile | None]:
-    """Where a write of ``path`` lands (:func:`hookcode.writes.write_target`: symlinks
-    followed, a dangling directory link refused) and the file as it is now there (None when
-    missing), after the directory check and, for an existing file, the read-before-write
-    rule. Call it holding the path lock."""
-    import asyncio
-
-    from hookcode.fileio import read_text
-    from hookcode.writes import resolution, write_target
-
-    resolved = resolution([path])
-    target = write_target(path)
-    if target.is_dir():
-        raise ToolError(f"Path is a directory, not a file: {path}")
-    if not target.exists():
-        return Target(target, resolved), None
-    ctx.files.assert_fresh(target)
-    current = await asyncio.to_thread(read_text, target)
-    return Target(target, resolved), current if current.exists else None
-
-
-class Target:
-    """Where an edit of a path is written, and how the path resolved when that was found
-    (compared again after the ask, which may wait for a person)."""
-
-    __slots__ = ("path", "resolved")
-
-    def __init__(self, path: Path, resolved: list[tuple[str, str]]) -> None:
-        self.path = path
-        self.resolved = resolved
-
-
 def apply_edit(
     path: Path, current: TextFile | str | None, old: str, new: str, replace_all: bool = False
 ) -> str:
-    """The text after one edit of ``current`` (a file as read, its text, or None when the
-    file does not exist), with §5's rules and messages: an empty ``old`` creates (``new`` as
+    """The text after one edit of ``current`` (a file as read, its text, or None: the file
+    does not exist), with §5's rules and messages: an empty ``old`` creates (``new`` as
     given) or overwrites; otherwise ``old`` and ``new`` are converted to the text's line-ending
     style and replaced by the cascade."""
     from hookcode.fileio import newline_style, to_newline
@@ -185,7 +137,10 @@ def apply_edit(
 
     if old == new:
         raise ToolError(IDENTICAL)
-    text = current if isinstance(current, str) or current is None else current.text
+    if current is None or isinstance(current, str):
+        text = current
+    else:
+        text = current.text if current.exists else None
     if text is None:
         if old == "":
             return new
@@ -197,33 +152,17 @@ def apply_edit(
     return replace(text, old, new, replace_all)
 
 
-async def commit(
-    ctx: ToolContext, path: Path, target: Target, before: TextFile | None, after: str
-) -> dict[str, Any]:
-    """Ask ``edit`` with the diff (:func:`hookcode.writes.ask_edit`: the path as spelled and
-    resolved; a protected one is marked), write ``after`` atomically to ``target`` (keeping
-    an existing file's encoding, BOM and mode), publish ``file.edited``, record the read
-    time. Returns the metadata ``diff``, ``filediff`` and ``diagnostics``. Call it holding
-    the path lock."""
-    import asyncio
-
-    from hookcode.fileio import diff, diff_stats
-    from hookcode.writes import ask_edit, unchanged
-
-    before_text = before.text if before is not None else ""
-    patch = trim_diff(diff(str(path), before_text, after))
-    await ask_edit(ctx, [path], {"filepath": str(path), "diff": patch})
-    unchanged(target.resolved, [path])  # the ask may have waited for a person
-    await asyncio.to_thread(_write, target.path, before, after, ctx.runtime.pending_writes)
-    ctx.publish("file.edited", file=str(path))
-    ctx.files.record(path)
-    additions, deletions = diff_stats(before_text, after)
+def result_metadata(tx: EditTransaction) -> dict[str, Any]:
+    """``diff`` (as asked), ``filediff`` and ``diagnostics`` of a transaction that wrote one
+    file."""
+    [change] = tx.changes
+    additions, deletions = change.stats
     return {
-        "diff": patch,
+        "diff": tx.metadata["diff"],
         "filediff": {
-            "file": str(path),
-            "before": before_text,
-            "after": after,
+            "file": str(change.path),
+            "before": change.before.text,
+            "after": change.after,
             "additions": additions,
             "deletions": deletions,
         },
@@ -231,33 +170,5 @@ async def commit(
     }
 
 
-def _write(path: Path, before: TextFile | None, after: str, pending: PendingWrites) -> None:
-    from hookcode.fileio import atomic_write, write_text
-
-    if before is None:
-        write_text(path, after, pending=pending)
-    else:
-        # ``after`` already has the file's line endings; written as is, so lines the edit did
-        # not touch keep theirs even in a file with mixed endings
-        atomic_write(path, before.encode(after), mode=before.mode, pending=pending)
-
-
-def trim_diff(patch: str) -> str:
-    """A unified diff with the common indentation of its body lines (``+``, ``-``, context;
-    blank ones aside) removed, as the reference shows it."""
-    import re
-
-    leading = re.compile(r"\s*")
-    lines = patch.split("\n")
-
-    def is_body(line: str) -> bool:
-        return line[:1] in ("+", "-", " ") and not line.startswith(("---", "+++"))
-
-    indent: int | None = None
-    for line in lines:
-        if is_body(line) and line[1:].strip():
-            width = len(leading.match(line, 1).group(0))  # type: ignore[union-attr]
-            indent = width if indent is None else min(indent, width)
-    if not indent:
-        return patch
-    return "\n".join(line[0] + line[1 + indent :] if is_body(line) else line for line in lines)
+def _edit(tx: EditTransaction, path: Path, old: str, new: str, replace_all: bool) -> None:
+    tx.write(path, apply_edit(path, tx.read(path), old, new, replace_all))

@@ -1,10 +1,10 @@
 """multiedit: several edits of one file, all or nothing (reference/tools.md §6).
 
 Ours is atomic (the reference runs ``edit`` once per item and leaves earlier edits on disk when
-a later one fails): ``external_directory`` once, then, holding the path lock, the directory
-check and the read-before-write rule once; every edit is applied in memory, in order, each to
-the previous result, with ``edit``'s rules and messages (an empty ``oldString`` creates or
-overwrites); the first failure aborts with nothing written, message
+a later one fails): one file-edit transaction (:mod:`hookcode.edits`), so ``external_directory``,
+the directory check and the read-before-write rule once; every edit is applied in memory, in
+order, each to the previous result, with ``edit``'s rules and messages (an empty ``oldString``
+creates or overwrites); the first failure aborts with nothing written, message
 ``Edit <i> of <n> failed: <edit message>`` (1-based); then one ``edit`` ask with the combined
 diff and one write. The per-edit ``filePath`` is ignored: the top-level one is used.
 
@@ -16,9 +16,12 @@ metadata: ``results`` (per edit: ``additions``, ``deletions``) plus ``edit``'s f
 # ``NotRequired`` in real (not string) annotations.
 
 from pathlib import Path
-from typing import Annotated, Any, NotRequired, TypedDict
+from typing import TYPE_CHECKING, Annotated, Any, NotRequired, TypedDict
 
 from hookcode import ToolContext, ToolError, ToolResult, hookimpl, tool
+
+if TYPE_CHECKING:
+    from hookcode.edits import EditTransaction
 
 __all__ = ["EditItem", "multiedit"]
 
@@ -116,21 +119,18 @@ async def multiedit(
 ) -> ToolResult:
     import asyncio
 
-    from hookcode_tool_edit import OUTPUT, commit, load, relative, require_path
+    from hookcode_tool_edit import OUTPUT, require_path, result_metadata
 
     require_path(file_path)
     if not edits:
         raise ToolError("edits must contain at least one edit")
     path = ctx.resolve(file_path)
-    await ctx.ask_external_directory(path, "file")
-    async with ctx.runtime.path_locks.hold(path):
-        target, before = await load(ctx, path)
-        after, results = await asyncio.to_thread(
-            _apply_all, path, before.text if before is not None else None, edits
-        )
-        metadata = await commit(ctx, path, target, before, after)
+    async with ctx.edit_files(path) as tx:
+        results = await asyncio.to_thread(_apply_all, tx, path, edits)
     return ToolResult(
-        output=OUTPUT, title=relative(ctx, path), metadata={"results": results, **metadata}
+        output=OUTPUT,
+        title=ctx.relative(path),
+        metadata={"results": results, **result_metadata(tx)},
     )
 
 
@@ -139,13 +139,14 @@ def tool() -> list[Any]:
     return [multiedit]
 
 
-def _apply_all(
-    path: Path, text: str | None, edits: list[EditItem]
-) -> tuple[str, list[dict[str, int]]]:
-    """Every edit in memory, in order; the first failure raises ``Edit i of n failed: ...``."""
+def _apply_all(tx: "EditTransaction", path: Path, edits: list[EditItem]) -> list[dict[str, int]]:
+    """Every edit in memory, in order, then one write; the first failure raises
+    ``Edit i of n failed: ...``. Returns each edit's diff stats."""
     from hookcode.fileio import diff_stats
     from hookcode_tool_edit import apply_edit
 
+    current = tx.read(path)
+    text = current.text if current.exists else None
     results: list[dict[str, int]] = []
     total = len(edits)
     for index, item in enumerate(edits, 1):
@@ -163,4 +164,5 @@ def _apply_all(
         results.append({"additions": additions, "deletions": deletions})
         text = after
     assert text is not None
-    return text, results
+    tx.write(path, text)
+    return results

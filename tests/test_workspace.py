@@ -37,7 +37,7 @@ def test_member_packaging(pyproject: Path):
     kind_dir = folder.parent.name  # builtin_tools or plugins
     entry_points = project["entry-points"]["hookcode"]
     assert len(entry_points) == 1, entry_points
-    (ep_name, module), = entry_points.items()
+    ((ep_name, module),) = entry_points.items()
     if kind_dir == "builtin_tools":
         assert project["name"] == f"hookcode-tool-{folder.name.replace('_', '-')}"
         assert ep_name == f"tool_{folder.name}"
@@ -50,3 +50,43 @@ def test_member_packaging(pyproject: Path):
     assert project["requires-python"] == ">=3.11"
     assert "hookcode-core" in project["dependencies"]
     assert data["build-system"]["build-backend"] == "hatchling.build"
+
+
+LIBRARIES = sorted(ROOT.glob("libs/*/pyproject.toml"))
+
+
+def test_every_member_folder_is_a_workspace_member():
+    members = _load(ROOT / "pyproject.toml")["tool"]["uv"]["workspace"]["members"]
+    assert members == ["core", "libs/*", "builtin_tools/*", "plugins/*"]
+    assert LIBRARIES, "no libraries found"
+
+
+@pytest.mark.parametrize("pyproject", LIBRARIES, ids=lambda p: p.parent.name)
+def test_library_packaging(pyproject: Path):
+    """A library (libs/<name>) is code tools share that core does not need: distribution
+    ``hookcode-<name>``, module ``hookcode_<name>``, no entry point (it is not a plugin), a
+    workspace source, and the tools that use it depend on it."""
+    data = _load(pyproject)
+    project = data["project"]
+    folder = pyproject.parent
+    assert project["name"] == f"hookcode-{folder.name.replace('_', '-')}"
+    assert (folder / f"hookcode_{folder.name}").is_dir()
+    assert "entry-points" not in project
+    assert project["requires-python"] == ">=3.11"
+    assert "hookcode-core" in project["dependencies"]
+    assert data["build-system"]["build-backend"] == "hatchling.build"
+    sources = _load(ROOT / "pyproject.toml")["tool"]["uv"]["sources"]
+    assert sources.get(project["name"]) == {"workspace": True}
+
+
+def test_ripgrep_is_a_library_of_the_search_tools_not_of_core():
+    core = _load(ROOT / "core" / "pyproject.toml")["project"]["dependencies"]
+    assert not [d for d in core if d.startswith("ripgrep")]
+    assert not (ROOT / "core" / "hookcode" / "ripgrep.py").exists()
+    for tool in ("glob", "grep", "list"):
+        deps = _load(ROOT / "builtin_tools" / tool / "pyproject.toml")["project"]["dependencies"]
+        assert "hookcode-ripgrep" in deps, tool
+        assert not [d for d in deps if d.startswith("ripgrep")], tool  # pinned in one place
+    assert (
+        "ripgrep==14.1.0" in _load(ROOT / "libs/ripgrep/pyproject.toml")["project"]["dependencies"]
+    )

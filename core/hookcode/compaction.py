@@ -3,8 +3,9 @@
 Pruning (reference/agent-loop.md §7) runs after the loop: walking back from the newest message,
 skipping the two most recent user turns, tool outputs beyond the newest :data:`PRUNE_PROTECT`
 estimated tokens are marked compacted, but only when the prunable total exceeds
-:data:`PRUNE_MINIMUM`. ``skill`` outputs are never pruned. A compacted output is sent to the
-model as ``[Old tool result content cleared]`` without its attachments.
+:data:`PRUNE_MINIMUM`. The outputs of tools declared ``prunable = False`` (skill: the
+instructions it loaded) are never pruned. A compacted output is sent to the model as
+``[Old tool result content cleared]`` without its attachments.
 
 Compaction: when the conversation nears the model's context window (the last reply's token
 usage plus an estimate of what was added since, against the window minus the output reserve),
@@ -20,6 +21,7 @@ at most 32 000).
 
 from __future__ import annotations
 
+from collections.abc import Container
 from typing import TYPE_CHECKING, Any
 
 from hookcode.messages import (
@@ -35,7 +37,6 @@ if TYPE_CHECKING:
 __all__ = [
     "COMPACTION_PROMPT",
     "CONTINUE_TEXT",
-    "PROTECTED_TOOLS",
     "PRUNE_MINIMUM",
     "PRUNE_PROTECT",
     "SUMMARY_REQUEST",
@@ -47,7 +48,6 @@ __all__ = [
 
 PRUNE_PROTECT = 40_000
 PRUNE_MINIMUM = 20_000
-PROTECTED_TOOLS = frozenset({"skill"})
 OUTPUT_RESERVE_MAX = 32_000
 
 COMPACTION_PROMPT = (
@@ -81,8 +81,9 @@ def settings(config: Any) -> dict[str, Any]:
     }
 
 
-def prunable(messages: list[SessionMessage]) -> list[ToolPart]:
-    """The tool parts whose outputs pruning clears now (possibly none)."""
+def prunable(messages: list[SessionMessage], kept: Container[str] = ()) -> list[ToolPart]:
+    """The tool parts whose outputs pruning clears now (possibly none); the outputs of the
+    tools named in ``kept`` are never cleared (``Registry.kept_outputs``)."""
     turns = 0
     total = 0
     pruned = 0
@@ -97,7 +98,7 @@ def prunable(messages: list[SessionMessage]) -> list[ToolPart]:
         for part in reversed(message.parts):
             if not isinstance(part, ToolPart) or part.state.status != "completed":
                 continue
-            if part.tool in PROTECTED_TOOLS:
+            if part.tool in kept:
                 continue
             if part.state.time.compacted:
                 return _enough(found, pruned)

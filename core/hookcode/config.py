@@ -230,7 +230,7 @@ class CoreConfig(_Strict):
     )
     edit_tools: Literal["auto", "edit", "apply_patch", "both"] = Field(
         default="auto",
-        description="Which file-editing tools a model is offered: ``auto`` follows the model rule (GPT-style models get apply_patch, others edit/write/multiedit), or force one family, or ``both``.",
+        description="Which file-editing tools a model is offered (the ``model_tools`` hook of policy_rules applies it): ``auto`` follows the model rule (GPT-style models get the tools that take patches, apply_patch; others edit/write/multiedit), or force one family, or ``both``.",
     )
     permission: PermissionConfig = Field(
         default={},

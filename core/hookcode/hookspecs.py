@@ -49,10 +49,12 @@ if TYPE_CHECKING:
 
     from hookcode.agents import AgentSpec
     from hookcode.auth import Credentials
+    from hookcode.config import Config
     from hookcode.events import Event
     from hookcode.permission import PermissionRequest, Reply, Rule, ShellAnalysis, Vote
     from hookcode.providers import AuthMethod, Provider
     from hookcode.question import QuestionRequest
+    from hookcode.shell import RequestPlan
     from hookcode.tools import Tool, ToolCall, ToolContext, ToolResult
 
 PROJECT_NAME = "hookcode"
@@ -303,6 +305,30 @@ def tool_definition(tool_id: str, definition: dict[str, Any]) -> None:
 
 
 @hookspec
+def model_tools(model: str, tools: list[Tool], config: Config) -> None:
+    """Choose which tools a model is offered (the reference's model rule lives here).
+
+    Called whenever the tools of a model request are chosen (the definitions sent, a call
+    resolved), after the agent's rules have hidden what they deny. ``policy_rules`` implements
+    the rule for the tools that edit files: a model id with ``gpt-`` but neither ``oss`` nor
+    ``gpt-4`` is offered the tools that take patches (``Tool.edits_files == "patch"``), every
+    other model the others (``edits_files`` true); the ``edit_tools`` config key forces one
+    kind (``"edit"``, ``"apply_patch"``) or offers ``"both"``.
+
+    Args:
+        model: the model id (``"provider/model"``).
+        tools: every registered tool; remove in place the ones ``model`` must not be offered.
+            Judge them by their declarations (``edits_files``, ``permission``), not by name.
+        config: the runtime's validated :class:`~hookcode.config.Config`.
+
+    Returns:
+        Nothing. A tool removed by any implementation is withheld: the model is not told about
+        it, and a call of it is an unknown tool.
+    """
+    ...
+
+
+@hookspec
 def tool_execute_before(call: ToolCall, ctx: ToolContext) -> None:
     """Before a tool runs, after its arguments validated (every call: model, batch, task, MCP).
 
@@ -427,6 +453,32 @@ def shell_analyze(command: str, cwd: str) -> ShellAnalysis | None:
         A :class:`~hookcode.permission.ShellAnalysis` (the simple commands it runs, their
         "always" prefixes, directories outside the project, whether anything was opaque), or
         None when this plugin cannot analyse it.
+    """
+    ...
+
+
+@hookspec(firstresult=True)
+def permission_plan(permission: str, pattern: str, ctx: ToolContext) -> RequestPlan | None:
+    """The permission requests a call makes before it runs, for ``hookcode permissions
+    explain PERMISSION PATTERN``.
+
+    Most permissions are asked with the pattern as it is, and ``explain`` shows the rule that
+    decides it. Some are not: a shell command (the ``bash`` permission) becomes requests for
+    the directories outside the project it names, the files it reads, the protected files it
+    writes, and one pattern per simple command it runs. The plugin that knows how a
+    permission's pattern is taken apart answers here (``policy_shell`` and the bash tool do,
+    through :func:`hookcode.shell.shell_plan`), so ``explain`` shows the same requests the
+    call would ask.
+
+    Args:
+        permission: the permission being explained.
+        pattern: the pattern given (for ``bash``: the command line).
+        ctx: a :class:`~hookcode.ToolContext` for the agent being explained (no session, no
+            call): its working directory, read rules and protected paths.
+
+    Returns:
+        A :class:`~hookcode.shell.RequestPlan` (the requests in the order they are asked, and
+        the analysis they came from), or None when this plugin does not plan ``permission``.
     """
     ...
 

@@ -50,9 +50,6 @@ __all__ = [
 Action = Literal["allow", "deny", "ask"]
 ACTIONS: tuple[str, ...] = ("allow", "deny", "ask")
 
-#: permission names that legacy ``[tools]`` entries map onto ``edit``
-EDIT_ALIASES = ("edit", "write", "patch", "multiedit", "apply_patch")
-
 
 @dataclass(frozen=True)
 class Rule:
@@ -199,12 +196,15 @@ def rules_from_config(value: Any, source: str, home: str | None = None) -> list[
     return rules
 
 
-def rules_from_legacy_tools(tools: Mapping[str, bool], source: str) -> list[Rule]:
-    """Legacy ``[tools] name = true|false`` -> allow/deny rules (write/patch/multiedit -> edit)."""
+def rules_from_legacy_tools(
+    tools: Mapping[str, bool], source: str, permission_of: Callable[[str], str]
+) -> list[Rule]:
+    """Legacy ``[tools] name = true|false`` -> allow/deny rules for the permission each switch
+    governs: ``permission_of(name)``, the tool's own permission (the tools that edit files:
+    ``edit``; see :meth:`hookcode.registry.Registry.permission_of`)."""
     rules: list[Rule] = []
     for name, enabled in tools.items():
-        permission = "edit" if name in EDIT_ALIASES else name
-        rules.append(Rule(permission, "*", "allow" if enabled else "deny", source))
+        rules.append(Rule(permission_of(name), "*", "allow" if enabled else "deny", source))
     return rules
 
 

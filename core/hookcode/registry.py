@@ -3,6 +3,12 @@
 Tools come from every plugin's ``tool`` hook in registration order; for a name clash the later
 registration wins and the loser is kept as *shadowed* (``tools list`` shows it). Tools may be
 registered at run time too (:meth:`Registry.register`), replacing a tool of the same name.
+
+What core needs to know about a tool it reads from the tool's declarations, never from its
+name: the permission that hides it (``Tool.permission_name``), which tools a model is offered
+(the ``model_tools`` hook, over ``Tool.edits_files``), what a legacy ``[tools]`` switch governs
+(:meth:`Registry.permission_of`), whose outputs pruning keeps (``Tool.prunable``) and the
+advice after a cut output (``Tool.truncation_hint``).
 """
 
 from __future__ import annotations
@@ -20,9 +26,6 @@ if TYPE_CHECKING:
 
 __all__ = ["Registry", "ToolEntry"]
 
-#: tools that all use the ``edit`` permission for hiding
-EDIT_TOOLS = ("edit", "write", "multiedit", "patch", "apply_patch")
-
 
 @dataclass
 class ToolEntry:
@@ -37,9 +40,7 @@ class ToolEntry:
 
     @property
     def permission(self) -> str:
-        """The permission that hides this tool (the edit family all use ``edit``)."""
-        if self.tool.name in EDIT_TOOLS and self.tool.permission is None:
-            return "edit"
+        """The permission that hides this tool (every tool that edits files: ``edit``)."""
         return self.tool.permission_name
 
     def to_dict(self, *, schema: bool = False) -> dict[str, Any]:
@@ -149,14 +150,25 @@ class Registry:
     ) -> Callable[[ToolEntry], bool]:
         """Whether an entry is among :meth:`available` (one ruleset for every entry asked)."""
         ruleset = self.runtime.ruleset(agent, session_id, approvals=False)
-        edit_tools = self.runtime.config.core.edit_tools
+        withheld = self._withheld(model) if model is not None else ()
 
         def offered(entry: ToolEntry) -> bool:
             if ruleset.disabled(entry.permission):
                 return False
-            return model is None or _model_allows(model, entry.name, edit_tools)
+            return not withheld or id(entry.tool) not in withheld
 
         return offered
+
+    def _withheld(self, model: str) -> set[int]:
+        """The ids of the tools the ``model_tools`` hooks take away from ``model``."""
+        plugins = self.runtime.plugins
+        if not plugins.has_impls("model_tools"):
+            return set()
+        everything = [entry.tool for entry in self.entries.values()]
+        offered = list(everything)
+        plugins.call_each("model_tools", model=model, tools=offered, config=self.runtime.config)
+        kept = {id(tool) for tool in offered}
+        return {id(tool) for tool in everything if id(tool) not in kept}
 
     def resolve(
         self, name: str, agent: str, session_id: str | None = None, model: str | None = None
@@ -198,19 +210,34 @@ class Registry:
             out.append(definition)
         return out
 
+    # -- what core asks of the tools' declarations -------------------------------------------
+    def permission_of(self, name: str) -> str:
+        """The permission a legacy ``[tools] NAME = true|false`` switch governs: the permission
+        of the tool called ``name``, else that of the tools that edit files by the kind
+        ``name`` (``patch``: the tools that take patches), else ``name`` itself."""
+        entry = self.entries.get(name)
+        if entry is not None:
+            return entry.permission
+        for entry in self.entries.values():
+            if entry.tool.edits_files == name:
+                return entry.permission
+        return name
 
-def _model_allows(model: str, tool: str, edit_tools: str = "auto") -> bool:
-    """The reference's model rule: a model id with ``gpt-`` but neither ``oss`` nor ``gpt-4``
-    edits with apply_patch, every other model with edit/write/multiedit. ``edit_tools`` in
-    the config forces one family (``"edit"``, ``"apply_patch"``) or offers ``"both"``."""
-    if edit_tools == "both":
-        return True
-    if edit_tools == "auto":
-        wants_patch = "gpt-" in model and "oss" not in model and "gpt-4" not in model
-    else:
-        wants_patch = edit_tools == "apply_patch"
-    if tool == "apply_patch":
-        return wants_patch
-    if tool in ("edit", "write", "multiedit"):
-        return not wants_patch
-    return True
+    def kept_outputs(self) -> frozenset[str]:
+        """The tools whose old outputs pruning never clears (``Tool.prunable`` False)."""
+        return frozenset(name for name, entry in self.entries.items() if not entry.tool.prunable)
+
+    def truncation_hint(self, agent: str, session_id: str | None = None) -> str | None:
+        """The advice after a cut output for ``agent``: the ``truncation_hint`` lines of the
+        tools it is offered, in registration order; None when none has one (the default
+        advice then)."""
+        hinted = [entry for entry in self.entries.values() if entry.tool.truncation_hint]
+        if not hinted:
+            return None
+        ruleset = self.runtime.ruleset(agent, session_id, approvals=False)
+        lines = [
+            entry.tool.truncation_hint or ""
+            for entry in hinted
+            if not ruleset.disabled(entry.permission)
+        ]
+        return "\n".join(lines) or None

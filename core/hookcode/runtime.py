@@ -332,7 +332,9 @@ class Runtime:
                     rule = Rule(rule.permission, rule.pattern, rule.action, f"plugin:{plugin}")
                 rules.append(rule)
         core = self.config.core
-        rules += rules_from_legacy_tools(core.tools, self._source("tools"))
+        rules += rules_from_legacy_tools(
+            core.tools, self._source("tools"), self.registry.permission_of
+        )
         rules += self._config_rules(core.permission, ("permission",))
         agent_cfg = core.agent.get(spec.name)
         if agent_cfg is not None and agent_cfg.permission is not None:
@@ -386,7 +388,7 @@ class Runtime:
         for item in self.config.tightening:
             source = f"config:{item.source} (untrusted folder: tightens only)"
             if item.path == ("tools",):
-                rules += rules_from_legacy_tools(item.value, source)
+                rules += rules_from_legacy_tools(item.value, source, self.registry.permission_of)
             elif item.path == ("permission",) or item.path == ("agent", agent_name, "permission"):
                 found = rules_from_config(item.value, source, home=self.env.get("HOME"))
                 rules += found
@@ -447,17 +449,15 @@ class Runtime:
             max_lines = own.max_lines or max_lines
             max_bytes = own.max_bytes or max_bytes
 
-        def has_task() -> bool:
-            return "task" in self.registry.entries and not self.ruleset(
-                ctx.agent, ctx.session_id, approvals=False
-            ).disabled("task")
+        def advice() -> str | None:  # asked only when the output is cut
+            return self.registry.truncation_hint(ctx.agent, ctx.session_id)
 
         cut = self.truncator.truncate(
             result.output,
             max_lines=max_lines,
             max_bytes=max_bytes,
             direction=getattr(tool, "truncate_direction", "head"),
-            has_task=has_task,
+            advice=advice,
         )
         result.metadata["truncated"] = cut.truncated
         if cut.truncated:

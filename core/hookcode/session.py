@@ -1204,7 +1204,7 @@ class SessionLoop:
     def _prune(self) -> None:
         if not self.messages or not compaction.settings(self.runtime.config)["prune"]:
             return
-        parts = compaction.prunable(self.messages)
+        parts = compaction.prunable(self.messages, self.runtime.registry.kept_outputs())
         if not parts:
             return
         now = time.time()

@@ -2,7 +2,9 @@
 
 The ``shell_analyze`` hook (policy_shell) says what a command runs, which directories outside
 the project it names, which files it reads and writes. :func:`shell_asks` turns that into the
-requests the bash tool asks, in order, and ``hookcode permissions explain bash`` shows:
+requests a tool that runs shell commands asks, in order (:func:`shell_plan` analyses and plans
+in one go, for the tool and for ``hookcode permissions explain``, through the
+``permission_plan`` hook):
 
 1. ``external_directory`` for each outside directory (and an outside working directory);
 2. ``read`` for the files whose contents it shows (read rules apply to every reader; a
@@ -10,9 +12,10 @@ requests the bash tool asks, in order, and ``hookcode permissions explain bash``
    asked);
 3. ``edit`` for the protected files it writes (:mod:`hookcode.protected`: asked even where
    rules allow writing, and never approved by ``--yes``);
-4. ``bash`` with one pattern per simple command (opaque: the rules cannot allow it).
+4. the shell permission the caller names (the bash tool's: ``bash``) with one pattern per
+   simple command (opaque: the rules cannot allow it).
 
-With no analyser the whole command is one opaque ``bash`` pattern.
+With no analyser the whole command is one opaque pattern of that permission.
 """
 
 from __future__ import annotations
@@ -27,7 +30,7 @@ if TYPE_CHECKING:
     from hookcode.permission import ShellAnalysis
     from hookcode.tools import ToolContext
 
-__all__ = ["ANALYSED_SHELLS", "MAX_WALK", "Ask", "shell_asks"]
+__all__ = ["ANALYSED_SHELLS", "MAX_WALK", "Ask", "RequestPlan", "shell_asks", "shell_plan"]
 
 #: shells whose grammar the shell analysis reads (bash's; POSIX sh and dash are its subset)
 ANALYSED_SHELLS = ("bash", "sh", "dash")
@@ -45,17 +48,53 @@ class Ask:
     metadata: dict[str, Any] = field(default_factory=dict)
 
 
+@dataclass
+class RequestPlan:
+    """The requests a call makes before it runs, in order, and the analysis they came from
+    (``permission_plan``; ``hookcode permissions explain`` shows both). ``analysis`` None:
+    nothing analysed the pattern, so it is one opaque pattern."""
+
+    asks: list[Ask]
+    analysis: ShellAnalysis | None = None
+
+
+def shell_plan(
+    ctx: ToolContext,
+    command: str,
+    run_dir: str | os.PathLike[str],
+    *,
+    permission: str,
+    shell: str = "bash",
+    description: str = "",
+) -> RequestPlan:
+    """Analyse ``command`` (the ``shell_analyze`` hook, run in ``run_dir``) and plan its
+    requests (:func:`shell_asks`). Blocking: call it from a worker thread."""
+    analysis = ctx.runtime.plugins.call_first("shell_analyze", command=command, cwd=str(run_dir))
+    asks = shell_asks(
+        ctx,
+        analysis,
+        command,
+        run_dir,
+        permission=permission,
+        shell=shell,
+        description=description,
+    )
+    return RequestPlan(asks, analysis)
+
+
 def shell_asks(
     ctx: ToolContext,
     analysis: ShellAnalysis | None,
     command: str,
     run_dir: str | os.PathLike[str],
     *,
+    permission: str,
     shell: str = "bash",
     description: str = "",
 ) -> list[Ask]:
-    """The requests ``command`` needs in ``run_dir`` (see the module docstring). Blocking:
-    a recursive read walks the directory; call it from a worker thread."""
+    """The requests ``command`` needs in ``run_dir`` (see the module docstring); the simple
+    commands are asked as ``permission``. Blocking: a recursive read walks the directory;
+    call it from a worker thread."""
     base: dict[str, Any] = {"command": command, "description": description}
     asks: list[Ask] = []
     directories: list[str] = []
@@ -94,7 +133,7 @@ def shell_asks(
             )
         )
     if analysis is None:
-        asks.append(Ask("bash", [command], [], {**base, "opaque": True}))
+        asks.append(Ask(permission, [command], [], {**base, "opaque": True}))
         return asks
     if reads:
         asks.append(Ask("read", reads, reads, {**base, "filepath": reads[0]}))
@@ -114,7 +153,7 @@ def shell_asks(
     if patterns or analysis.opaque:  # only `cd`: nothing to ask (reference §12.5)
         asks.append(
             Ask(
-                "bash",
+                permission,
                 patterns or [command],
                 [] if analysis.opaque else always,
                 {**base, **analysis.request_metadata()},

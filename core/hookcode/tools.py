@@ -26,7 +26,7 @@ import typing
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, ClassVar, TypeVar
+from typing import TYPE_CHECKING, Any, ClassVar, Literal, TypeVar
 
 from hookcode.errors import InvalidArguments
 
@@ -47,11 +47,20 @@ T = TypeVar("T")
 MAX_TIMEOUT_MS = 2**31 - 1
 MAX_TIMEOUT_SECONDS = MAX_TIMEOUT_MS // 1000
 
+#: the permission of every tool that edits files (``Tool.edits_files``), unless it names its own
+EDIT_PERMISSION = "edit"
+
+#: what ``Tool.edits_files`` declares: False, True (replacements or whole contents) or
+#: ``"patch"`` (the tool takes patches)
+EditsFiles = bool | Literal["patch"]
+
 __all__ = [
+    "EDIT_PERMISSION",
     "MAX_TIMEOUT_MS",
     "MAX_TIMEOUT_SECONDS",
     "AbortSignal",
     "Attachment",
+    "EditsFiles",
     "ReadRules",
     "Tool",
     "ToolCall",
@@ -539,6 +548,20 @@ class Tool:
         never_replaces: the tool never replaces (shadows) another tool of the same name:
             when the name is taken, before or after, this one is skipped and reported
             (MCP tools).
+        edits_files: the tool creates, changes or deletes files: ``True`` for a tool that
+            takes exact replacements or whole contents (edit, write, multiedit), ``"patch"``
+            for one that takes patches (apply_patch). Its permission defaults to ``edit``
+            (the family every editing tool shares: ``edit = "deny"`` hides them all), a
+            legacy ``[tools]`` switch naming it (or ``patch``, for the patch kind) governs
+            ``edit``, and the model rule offers a model one kind or the other
+            (``edit_tools`` in the config; the ``model_tools`` hook).
+        prunable: whether pruning may clear the tool's old outputs from the history sent to
+            the model (:mod:`hookcode.compaction`); False keeps them (skill: the instructions
+            it loaded stay in force).
+        truncation_hint: a line of advice for the model after a tool output was cut (where
+            the full output is saved): while this tool is offered to the agent, its line
+            replaces the default advice (use Grep, or Read with offset/limit). The task tool
+            uses it to suggest searching the saved file with a sub-agent.
     """
 
     name: str = ""
@@ -549,6 +572,9 @@ class Tool:
     aliases: dict[str, str] = {}  # noqa: RUF012 - never mutated; instances assign their own
     Args: ClassVar[type[BaseModel] | None] = None
     never_replaces: bool = False
+    edits_files: EditsFiles = False
+    prunable: bool = True
+    truncation_hint: str | None = None
 
     #: the plugin that registered this tool (set by the registry)
     plugin: str | None = None
@@ -575,7 +601,11 @@ class Tool:
     # -- argument model -----------------------------------------------------------------------
     @property
     def permission_name(self) -> str:
-        return self.permission or self.name
+        """The permission checked and used for hiding: ``permission``, else ``edit`` for a
+        tool that edits files, else the tool's name."""
+        if self.permission:
+            return self.permission
+        return EDIT_PERMISSION if self.edits_files else self.name
 
     @property
     def args_model(self) -> type[BaseModel]:
@@ -747,6 +777,9 @@ class FunctionTool(Tool):
         asks_permission: bool = False,
         timeout: float | None = None,
         aliases: dict[str, str] | None = None,
+        edits_files: EditsFiles = False,
+        prunable: bool = True,
+        truncation_hint: str | None = None,
     ) -> None:
         self.fn = fn
         self._description: str | None = description
@@ -761,6 +794,9 @@ class FunctionTool(Tool):
         self.asks_permission = asks_permission
         self.timeout = timeout
         self.aliases = dict(aliases or {})
+        self.edits_files = edits_files
+        self.prunable = prunable
+        self.truncation_hint = truncation_hint
         self.__doc__ = fn.__doc__
         self.__wrapped__ = fn
 
@@ -786,6 +822,9 @@ def tool(
     asks_permission: bool = False,
     timeout: float | None = None,
     aliases: dict[str, str] | None = None,
+    edits_files: EditsFiles = False,
+    prunable: bool = True,
+    truncation_hint: str | None = None,
 ) -> Any:
     """Turn a typed function (sync or async) into a :class:`Tool`.
 
@@ -803,6 +842,10 @@ def tool(
         asks_permission: the tool calls ``ctx.ask`` itself; the pipeline does not pre-check.
         timeout: seconds before the call fails with a timeout.
         aliases: python parameter name -> model-facing name (e.g. camelCase).
+        edits_files: the tool edits files (``True``, or ``"patch"`` when it takes patches):
+            the ``edit`` permission family and the model rule apply (:class:`Tool`).
+        prunable: False keeps the tool's old outputs from being pruned from the history.
+        truncation_hint: the advice line after a cut output while this tool is offered.
     """
 
     def wrap(f: Callable[..., Any]) -> FunctionTool:
@@ -814,6 +857,9 @@ def tool(
             asks_permission=asks_permission,
             timeout=timeout,
             aliases=aliases,
+            edits_files=edits_files,
+            prunable=prunable,
+            truncation_hint=truncation_hint,
         )
 
     if fn is not None:

@@ -41,10 +41,12 @@ if TYPE_CHECKING:
     from hookcode.secrets import Redactor
 
 __all__ = [
+    "DEFAULT_ADVICE",
     "DEFAULT_MAX_BYTES",
     "DEFAULT_MAX_LINES",
     "PREVIEW_CHARS",
     "RETENTION_SECONDS",
+    "Advice",
     "Direction",
     "StreamingOutput",
     "Truncated",
@@ -62,11 +64,15 @@ Direction = Literal["head", "tail", "both"]
 _DIRECTIONS = ("head", "tail", "both")
 
 _HINT_FIRST = "The tool call succeeded but the output was truncated. Full output saved to: {path}"
-_HINT_TASK = (
-    "Use the Task tool to have the explore agent search this file with Grep and Read "
-    "(offset/limit) instead of reading it whole."
+#: the advice after the saved file's line, unless the tools offered give their own
+#: (``Tool.truncation_hint``, see :meth:`hookcode.registry.Registry.truncation_hint`)
+DEFAULT_ADVICE = (
+    "Use Grep to search the full content, or Read with offset/limit to view parts of it."
 )
-_HINT_PLAIN = "Use Grep to search the full content, or Read with offset/limit to view parts of it."
+
+#: the advice a cut may give: a text, None for :data:`DEFAULT_ADVICE`, or a function giving
+#: either, asked only when the output is cut
+Advice = str | None | Callable[[], str | None]
 
 # spill files are named by hookcode.ids.new_id("tool"): anything else in the dir is not ours
 _SPILL_NAME = re.compile(r"tool_[0-9a-f]{12,}")
@@ -90,9 +96,14 @@ class Truncated:
     total_bytes: int
 
 
-def hint_text(path: Path | str, has_task: bool) -> str:
-    """The hint after a cut (truncation.md §3); ``has_task``: the agent may use ``task``."""
-    return _HINT_FIRST.format(path=path) + "\n" + (_HINT_TASK if has_task else _HINT_PLAIN)
+def hint_text(path: Path | str, advice: str | None = None) -> str:
+    """The hint after a cut (truncation.md §3): where the full output is, then ``advice``
+    (default: :data:`DEFAULT_ADVICE`)."""
+    return _HINT_FIRST.format(path=path) + "\n" + (advice or DEFAULT_ADVICE)
+
+
+def _advice(advice: Advice) -> str | None:
+    return advice() if callable(advice) else advice
 
 
 class Truncator:
@@ -128,11 +139,10 @@ class Truncator:
         max_lines: int = DEFAULT_MAX_LINES,
         max_bytes: int = DEFAULT_MAX_BYTES,
         direction: Direction = "head",
-        has_task: bool | Callable[[], bool] = False,
+        advice: Advice = None,
     ) -> Truncated:
-        """Cut ``text`` to the budgets; when cut, the full text goes to a new spill file.
-        ``has_task`` (whether the hint may suggest the task tool) may be a function, asked
-        only when the text is cut."""
+        """Cut ``text`` to the budgets; when cut, the full text goes to a new spill file and
+        the hint says where, followed by ``advice`` (:data:`Advice`)."""
         _check(max_lines, max_bytes, direction)
         total_lines = text.count("\n") + 1
         total_bytes = _nbytes(text)
@@ -159,7 +169,7 @@ class Truncator:
             max_lines=max_lines,
             max_bytes=max_bytes,
             direction=direction,
-            hint=hint_text(path, has_task() if callable(has_task) else has_task),
+            hint=hint_text(path, _advice(advice)),
         )
         return Truncated(content, True, path, total_lines, total_bytes)
 
@@ -169,7 +179,7 @@ class Truncator:
         max_lines: int = DEFAULT_MAX_LINES,
         max_bytes: int = DEFAULT_MAX_BYTES,
         direction: Direction = "head",
-        has_task: bool = False,
+        advice: Advice = None,
     ) -> StreamingOutput:
         """A chunk sink whose :meth:`StreamingOutput.finish` equals :meth:`truncate` on the
         concatenated text."""
@@ -178,7 +188,7 @@ class Truncator:
             max_lines=max_lines,
             max_bytes=max_bytes,
             direction=direction,
-            has_task=has_task,
+            advice=advice,
             redactor=self._redactor(),
         )
 
@@ -224,7 +234,7 @@ class StreamingOutput:
         max_lines: int = DEFAULT_MAX_LINES,
         max_bytes: int = DEFAULT_MAX_BYTES,
         direction: Direction = "head",
-        has_task: bool = False,
+        advice: Advice = None,
         redactor: Redactor | None = None,
     ) -> None:
         _check(max_lines, max_bytes, direction)
@@ -234,7 +244,7 @@ class StreamingOutput:
         self._max_lines = max_lines
         self._max_bytes = max_bytes
         self._direction: Direction = direction
-        self._has_task = has_task
+        self._advice = advice
         self._decoder = codecs.getincrementaldecoder("utf-8")(errors="replace")
         self._newlines = 0
         self._bytes = 0
@@ -341,7 +351,7 @@ class StreamingOutput:
                 max_lines=self._max_lines,
                 max_bytes=self._max_bytes,
                 direction=self._direction,
-                hint=hint_text(self._path, self._has_task),
+                hint=hint_text(self._path, _advice(self._advice)),
             )
             self._result = Truncated(content, True, self._path, self.total_lines, self._bytes)
         self._held = []

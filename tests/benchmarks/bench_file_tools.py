@@ -142,7 +142,7 @@ class Hookcode:
 
 
 def rg_exe() -> str:
-    from hookcode.ripgrep import find_rg
+    from hookcode_ripgrep import find_rg
 
     return find_rg()
 

@@ -9,17 +9,6 @@ import pytest
 from hookcode.testing import missing
 
 
-@pytest.fixture
-def rg() -> str:
-    """The rg binary (the ripgrep wheel); missing, the test fails in CI and skips elsewhere."""
-    from hookcode.ripgrep import RipgrepMissing, find_rg
-
-    try:
-        return find_rg()
-    except RipgrepMissing as exc:
-        missing(str(exc))
-
-
 @pytest.fixture(scope="session")
 def lsp_server():
     """``lsp_server(name)``: the command of a language server from PyPI, each in its own

@@ -172,6 +172,16 @@ def test_long_output_keeps_head_and_tail_and_spills_everything(rt):
     assert result.metadata["output"].startswith("1\n2\n")
 
 
+def test_a_cut_output_gives_the_advice_of_the_tools_offered(rt, hookcode_env):
+    from hookcode.truncate import DEFAULT_ADVICE
+
+    output = ok(bash(rt, "seq 1 2500")).output
+    assert "Use the Task tool" in output and DEFAULT_ADVICE not in output  # task's own line
+    hookcode_env.write_config('[permission]\ntask = "deny"\n')
+    output = ok(bash(hookcode_env.runtime(), "seq 1 2500")).output
+    assert "Task tool" not in output and DEFAULT_ADVICE in output
+
+
 def test_live_preview_reaches_metadata_events(rt):
     seen = []
     rt.events.subscribe(lambda event: seen.append(event) if event.type == "tool.updated" else None)

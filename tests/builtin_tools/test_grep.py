@@ -443,12 +443,12 @@ def test_unreachable_subdirectory_is_skipped_with_a_note(hookcode_env, rg):
 
 
 def fake_rg(tmp_path: Path, monkeypatch, script: str) -> Path:
-    import hookcode.ripgrep
+    import hookcode_ripgrep
 
     fake = tmp_path / "fake-rg"
     fake.write_text("#!/bin/sh\n" + script)
     fake.chmod(0o755)
-    monkeypatch.setattr(hookcode.ripgrep, "find_rg", lambda: str(fake))
+    monkeypatch.setattr(hookcode_ripgrep, "find_rg", lambda: str(fake))
     return fake
 
 

@@ -265,3 +265,37 @@ def test_subagent_whose_rules_mention_task_keeps_it(hookcode_env, project):
     denied = {r.permission for r in rt.session_rules[child.id]}
     assert denied == {"todowrite", "todoread"}
     assert "task" in {e.name for e in rt.registry.available("orchestrator", child.id)}
+
+
+@tool
+def spill() -> str:
+    """A long output, always cut."""
+    return "line\n" * 3000
+
+
+class Spiller:
+    @hookimpl
+    def tool(self):
+        return [spill]
+
+
+def test_a_cut_output_suggests_the_task_tool_while_the_agent_may_use_it(hookcode_env):
+    """truncation.md §3: the task tool gives the hint its line (``truncation_hint``)."""
+    from hookcode.testing import invoke_tool
+    from hookcode.truncate import DEFAULT_ADVICE
+    from hookcode_tool_task import TaskTool
+
+    hookcode_env.register(Spiller(), "spiller")
+    rt = hookcode_env.runtime(HOOKCODE_LOAD_PLUGINS=PLUGINS)
+    output = invoke_tool(rt, "spill").result.output
+    assert TaskTool.truncation_hint is not None and TaskTool.truncation_hint in output
+    assert "Use the Task tool to have the explore agent search this file" in output
+    assert DEFAULT_ADVICE not in output
+    # an agent that may not start sub-agents gets the default advice
+    hookcode_env.write_config('[permission]\ntask = "deny"\n')
+    rt = hookcode_env.runtime(HOOKCODE_LOAD_PLUGINS=PLUGINS)
+    output = invoke_tool(rt, "spill").result.output
+    assert "Task tool" not in output and DEFAULT_ADVICE in output
+    # and without the task tool installed
+    rt = hookcode_env.runtime(HOOKCODE_LOAD_PLUGINS="policy_rules")
+    assert "Task tool" not in invoke_tool(rt, "spill").result.output

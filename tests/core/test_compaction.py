@@ -25,7 +25,7 @@ def big(ctx: ToolContext, size: int, fill: str = "x") -> str:
     return fill * size
 
 
-@tool(name="skill")
+@tool(name="skill", prunable=False)
 def skill_tool(ctx: ToolContext, size: int) -> str:
     """A large skill output."""
     return "s" * size
@@ -97,6 +97,46 @@ def test_old_tool_outputs_are_pruned_but_not_skill_outputs_or_recent_turns(hookc
     sent = outputs_sent(model.requests[-1])
     assert sent[1:4] == [PRUNED] * 3  # in call order: skill1, old0, old1, old2, ...
     assert sent[0] == "s" * size and sent[4] == "3" * size
+
+
+@tool(name="notes", prunable=False)
+def notes_tool(ctx: ToolContext, size: int) -> str:
+    """A third-party tool whose outputs stay in the history."""
+    return "n" * size
+
+
+@tool(name="skill")
+def undeclared_skill(ctx: ToolContext, size: int) -> str:
+    """Called skill, but not declared unprunable: its name alone keeps nothing."""
+    return "u" * size
+
+
+class Keepers(Pack):
+    @hookimpl
+    def tool(self):
+        return [big, notes_tool, undeclared_skill]
+
+
+def test_the_declaration_not_the_name_keeps_an_output(hookcode_env):
+    size = 40_000  # 10,000 estimated tokens each
+    calls = [ToolCallSpec("big", {"size": size, "fill": str(i)}, id=f"old{i}") for i in range(6)]
+    calls[:0] = [
+        ToolCallSpec("notes", {"size": size}, id="notes1"),
+        ToolCallSpec("skill", {"size": size}, id="skill1"),
+    ]
+    model = ScriptedModel(
+        [Turn(tool_calls=calls), "first done", "second done", "third done"], id="script"
+    )
+    hookcode_env.register(Keepers(model), "keepers")
+    rt = hookcode_env.runtime(HOOKCODE_LOAD_PLUGINS="policy_rules")
+    first = run(rt, "one")
+    session = rt.store.get_session(first.session_id)
+    run(rt, "two", session=session)
+    run(rt, "three", session=session)
+    parts = compacted(rt, session.id)
+    # newest first: old5..old2 are the protected 40k tokens; old1, old0, skill1 (30k) pruned
+    assert sorted(i for i, when in parts.items() if when) == ["old0", "old1", "skill1"]
+    assert parts["notes1"] is None
 
 
 def test_nothing_is_pruned_below_the_minimum(hookcode_env):

@@ -31,6 +31,7 @@ LIFECYCLE = [
     "chat_params",
     "system_prompt",
     "tool_definition",
+    "model_tools",
     "tool_execute_before",
     "tool_execute",
     "tool_execute_after",
@@ -39,11 +40,18 @@ LIFECYCLE = [
     "permission_prompt",
     "question_prompt",
     "shell_analyze",
+    "permission_plan",
     "shell_env",
     "event",
 ]
 DOCUMENTED = REGISTRATION + LIFECYCLE
-FIRSTRESULT = {"tool_execute", "permission_prompt", "question_prompt", "shell_analyze"}
+FIRSTRESULT = {
+    "tool_execute",
+    "permission_prompt",
+    "question_prompt",
+    "shell_analyze",
+    "permission_plan",
+}
 HISTORIC = {"config"}
 #: the arguments ARCHITECTURE.md gives each hook (an implementation may take any subset)
 ARGUMENTS = {
@@ -55,6 +63,7 @@ ARGUMENTS = {
     "chat_params": ["params", "session", "agent", "model"],
     "system_prompt": ["parts", "session", "agent", "model"],
     "tool_definition": ["tool_id", "definition"],
+    "model_tools": ["model", "tools", "config"],
     "tool_execute_before": ["call", "ctx"],
     "tool_execute": ["call", "ctx"],
     "tool_execute_after": ["call", "result", "ctx"],
@@ -63,6 +72,7 @@ ARGUMENTS = {
     "permission_prompt": ["request"],
     "question_prompt": ["request"],
     "shell_analyze": ["command", "cwd"],
+    "permission_plan": ["permission", "pattern", "ctx"],
     "shell_env": ["env", "cwd", "ctx"],
     "event": ["event"],
 }

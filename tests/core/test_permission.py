@@ -445,8 +445,11 @@ def test_config_bad_action_is_a_config_error_naming_file_and_key(hookcode_env: A
 
 
 def test_legacy_tools_rules() -> None:
+    family = {"write": "edit", "patch": "edit", "multiedit": "edit", "edit": "edit"}
     got = rules_from_legacy_tools(
-        {"write": False, "bash": True, "patch": False, "multiedit": True, "edit": False}, "s"
+        {"write": False, "bash": True, "patch": False, "multiedit": True, "edit": False},
+        "s",
+        lambda name: family.get(name, name),
     )
     assert [(r.permission, r.pattern, r.action) for r in got] == [
         ("edit", "*", "deny"),
@@ -457,7 +460,38 @@ def test_legacy_tools_rules() -> None:
     ]
 
 
+def _edits(name: str, kind: Any) -> Tool:
+    def body() -> str:
+        return name
+
+    return tool(body, name=name, description="Edits files.", edits_files=kind)
+
+
+class _Tools:
+    def __init__(self, *tools: Tool) -> None:
+        self.tools = list(tools)
+
+    @hookimpl
+    def tool(self) -> list[Tool]:
+        return self.tools
+
+
+def test_legacy_switches_follow_the_tools_declarations(hookcode_env: Any) -> None:
+    # a third-party tool that edits files belongs to the edit family: its switch governs edit
+    hookcode_env.register(_Tools(_edits("notebook_edit", True), _edits("diff_apply", "patch")), "p")
+    hookcode_env.write_config("[tools]\nnotebook_edit = false\n")
+    runtime = hookcode_env.runtime()
+    assert runtime.registry.permission_of("notebook_edit") == "edit"
+    assert runtime.registry.permission_of("patch") == "edit"  # the tools that take patches
+    assert runtime.registry.permission_of("webfetch") == "webfetch"  # not registered: itself
+    assert runtime.ruleset("build").evaluate("edit", ["a.py"]).action == "deny"
+    assert runtime.ruleset("build").disabled("edit")
+    hookcode_env.write_config("[tools]\npatch = false\n")
+    assert hookcode_env.runtime().ruleset("build").disabled("edit")
+
+
 def test_legacy_tools_in_config(hookcode_env: Any) -> None:
+    hookcode_env.env["HOOKCODE_LOAD_PLUGINS"] = "policy_rules,tool_write"  # write edits files
     hookcode_env.write_config("[tools]\nwrite = false\nwebfetch = false\n")
     runtime = hookcode_env.runtime()
     ruleset = runtime.ruleset("build")

@@ -26,12 +26,17 @@ class ToolsPlugin:
         return self.tools
 
 
+#: what the built-in tools of these names declare: they edit files (apply_patch by patches)
+EDITS: dict[str, Any] = {"edit": True, "write": True, "multiedit": True, "apply_patch": "patch"}
+
+
 def make(name: str, output: str | None = None, **options: Any) -> Tool:
     text = output if output is not None else name
 
     def body() -> str:
         return text
 
+    options.setdefault("edits_files", EDITS.get(name, False))
     return tool(body, name=name, description=f"The {name} tool.", **options)
 
 
@@ -253,6 +258,113 @@ def test_model_filter_applies_to_resolve(runtime: Any) -> None:
     outcome = invoke_tool(runtime, "edit", {}, model="openai/gpt-5")
     assert "unavailable tool 'edit'" in outcome.error_text
     assert invoke_tool(runtime, "apply_patch", {}, model="openai/gpt-5").error is None
+
+
+# ---------------------------------------------------------------------------------------------
+# what tools declare, not what they are called: edits_files, the model_tools hook
+# ---------------------------------------------------------------------------------------------
+
+
+def test_a_third_party_tool_that_edits_files_joins_the_edit_family(hookcode_env: Any) -> None:
+    notebook = make("notebook_edit", edits_files=True)
+    patcher = make("diff_apply", edits_files="patch")
+    named_like = make("write", edits_files=False)  # a name alone makes no editing tool
+    hookcode_env.register(ToolsPlugin(notebook, patcher, make("mytool")), "pack")
+    runtime = hookcode_env.runtime()
+    assert notebook.permission_name == "edit" and patcher.permission_name == "edit"
+    assert named_like.permission_name == "write"
+    assert runtime.registry.get("notebook_edit").to_dict()["permission"] == "edit"
+    # the model rule: a model that takes patches gets the patch kind, the others the rest
+    assert names(runtime.registry.available("build", model="openai/gpt-5")) == {
+        "diff_apply",
+        "mytool",
+    }
+    assert names(runtime.registry.available("build", model="anthropic/claude-sonnet-4")) == {
+        "notebook_edit",
+        "mytool",
+    }
+    # and the edit permission hides both kinds
+    hookcode_env.write_config('[permission]\nedit = "deny"\n')
+    assert names(hookcode_env.runtime().registry.available("build")) == {"mytool"}
+
+
+def test_an_own_permission_beats_the_edit_family(hookcode_env: Any) -> None:
+    hookcode_env.register(ToolsPlugin(make("nb", edits_files=True, permission="notebook")), "p")
+    hookcode_env.write_config('[permission]\nedit = "deny"\n')
+    runtime = hookcode_env.runtime()
+    assert names(runtime.registry.available("build")) == {"nb"}
+
+
+class Withholder:
+    """A third-party model rule: models of the ``tiny`` family get no ``heavy`` tools."""
+
+    @hookimpl
+    def model_tools(self, model: str, tools: list[Tool]) -> None:
+        if model.startswith("tiny/"):
+            tools[:] = [t for t in tools if not t.name.startswith("heavy")]
+
+
+def test_model_tools_hook_withholds_tools(hookcode_env: Any) -> None:
+    hookcode_env.register(ToolsPlugin(make("heavy_search"), make("light")), "pack")
+    hookcode_env.register(Withholder(), "withholder")
+    runtime = hookcode_env.runtime()
+    assert names(runtime.registry.available("build", model="tiny/one")) == {"light"}
+    assert names(runtime.registry.available("build", model="big/one")) == {"heavy_search", "light"}
+    assert names(runtime.registry.available("build")) == {"heavy_search", "light"}  # no model
+    outcome = invoke_tool(runtime, "heavy_search", {}, model="tiny/one")
+    assert "unavailable tool 'heavy_search'" in outcome.error_text
+    assert [d["name"] for d in runtime.registry.definitions("build", model="tiny/one")] == ["light"]
+
+
+def test_without_policy_rules_no_model_rule_applies(hookcode_env: Any) -> None:
+    hookcode_env.env["HOOKCODE_LOAD_PLUGINS"] = ""
+    hookcode_env.register(ToolsPlugin(*(make(n) for n in NAMES)), "many")
+    available = names(hookcode_env.runtime().registry.available("build", model="openai/gpt-5"))
+    assert available >= EDIT_FAMILY | {"apply_patch"}
+
+
+# ---------------------------------------------------------------------------------------------
+# prunable, truncation_hint
+# ---------------------------------------------------------------------------------------------
+
+
+def test_kept_outputs_are_the_tools_declared_not_prunable(hookcode_env: Any) -> None:
+    hookcode_env.register(
+        ToolsPlugin(make("notes", prunable=False), make("skill"), make("mytool")), "p"
+    )
+    assert hookcode_env.runtime().registry.kept_outputs() == {"notes"}
+
+
+def long_output() -> str:
+    """A tool whose output is always cut."""
+    return "line\n" * 3000
+
+
+def test_a_tool_contributes_the_truncation_hint_while_it_is_offered(hookcode_env: Any) -> None:
+    from hookcode.truncate import DEFAULT_ADVICE
+
+    advice = "Use the delegate tool to have a helper search this file."
+    helper = make("delegate", truncation_hint=advice)
+    spill = tool(long_output, name="spill", description="Long output.")
+    hookcode_env.register(ToolsPlugin(helper, spill), "p")
+    runtime = hookcode_env.runtime()
+    assert runtime.registry.truncation_hint("build") == advice
+    output = invoke_tool(runtime, "spill").result.output
+    assert advice in output and DEFAULT_ADVICE not in output
+    # not offered (its permission denied): the default advice
+    hookcode_env.write_config('[permission]\ndelegate = "deny"\n')
+    runtime = hookcode_env.runtime()
+    assert runtime.registry.truncation_hint("build") is None
+    output = invoke_tool(runtime, "spill").result.output
+    assert advice not in output and DEFAULT_ADVICE in output
+
+
+def test_several_truncation_hints_are_joined_in_registration_order(hookcode_env: Any) -> None:
+    hookcode_env.register(
+        ToolsPlugin(make("one", truncation_hint="First."), make("two", truncation_hint="Second.")),
+        "p",
+    )
+    assert hookcode_env.runtime().registry.truncation_hint("build") == "First.\nSecond."
 
 
 # ---------------------------------------------------------------------------------------------

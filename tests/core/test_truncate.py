@@ -11,6 +11,7 @@ from pathlib import Path
 import pytest
 from hookcode.ids import new_id
 from hookcode.truncate import (
+    DEFAULT_ADVICE,
     DEFAULT_MAX_BYTES,
     DEFAULT_MAX_LINES,
     RETENTION_SECONDS,
@@ -163,7 +164,7 @@ def test_hundred_lines_max_ten(truncator: Truncator) -> None:
     assert result.output_path.parent == truncator.spill_dir
     assert result.output_path.name.startswith("tool_")
     kept = "\n".join(f"line {i}" for i in range(10))
-    hint = hint_text(result.output_path, False)
+    hint = hint_text(result.output_path)
     assert result.content == f"{kept}\n\n...90 lines truncated...\n\n{hint}"
     assert result.output_path.read_text(encoding="utf-8") == text
     assert (result.total_lines, result.total_bytes) == (100, _nb(text))
@@ -173,7 +174,7 @@ def test_one_long_line_keeps_nothing(truncator: Truncator) -> None:
     text = "x" * 61440
     result = truncator.truncate(text)
     assert result.output_path is not None
-    hint = hint_text(result.output_path, False)
+    hint = hint_text(result.output_path)
     assert result.content == f"\n\n...61440 bytes truncated...\n\n{hint}"
     assert result.output_path.read_text(encoding="utf-8") == text
 
@@ -212,7 +213,7 @@ def test_tail_format(truncator: Truncator) -> None:
     text = "\n".join(str(i) for i in range(100))
     result = truncator.truncate(text, max_lines=10, direction="tail")
     assert result.output_path is not None
-    hint = hint_text(result.output_path, False)
+    hint = hint_text(result.output_path)
     kept = "\n".join(str(i) for i in range(90, 100))
     assert result.content == f"...90 lines truncated...\n\n{hint}\n\n{kept}"
 
@@ -221,7 +222,7 @@ def test_tail_by_bytes(truncator: Truncator) -> None:
     text = "\n".join(["y" * 100] * 10)  # 1009 bytes
     result = truncator.truncate(text, max_bytes=350, direction="tail")
     assert result.output_path is not None
-    hint = hint_text(result.output_path, False)
+    hint = hint_text(result.output_path)
     # 100 + 101 + 101 = 302 bytes fit, a fourth line would make 403
     kept = "\n".join(["y" * 100] * 3)
     assert result.content == f"...{1009 - 302} bytes truncated...\n\n{hint}\n\n{kept}"
@@ -230,9 +231,9 @@ def test_tail_by_bytes(truncator: Truncator) -> None:
 def test_both_format(truncator: Truncator) -> None:
     lines = [f"row {i}" for i in range(100)]
     text = "\n".join(lines)
-    result = truncator.truncate(text, max_lines=10, direction="both", has_task=True)
+    result = truncator.truncate(text, max_lines=10, direction="both", advice=TASK)
     assert result.output_path is not None
-    hint = hint_text(result.output_path, True)
+    hint = hint_text(result.output_path, TASK)
     head = "\n".join(lines[:5])
     tail = "\n".join(lines[95:])
     assert result.content == f"{head}\n\n...90 lines truncated...\n\n{hint}\n\n{tail}"
@@ -247,7 +248,7 @@ def test_both_by_bytes(truncator: Truncator) -> None:
     text = "\n".join(["z" * 100] * 20)  # 2019 bytes
     result = truncator.truncate(text, max_bytes=1000, direction="both")
     assert result.output_path is not None
-    hint = hint_text(result.output_path, False)
+    hint = hint_text(result.output_path)
     # head: 100 + 3 * 101 = 403 <= 500; tail pays a newline per line: 4 * 101 = 404 <= 500
     head = "\n".join(["z" * 100] * 4)
     tail = "\n".join(["z" * 100] * 4)
@@ -259,21 +260,39 @@ def test_both_never_duplicates_at_the_edge(truncator: Truncator) -> None:
     # 11 bytes for a budget of 10: each half would fit one line on its own
     result = truncator.truncate("aaaaa\nbbbbb", max_bytes=10, direction="both")
     assert result.output_path is not None
-    hint = hint_text(result.output_path, False)
+    hint = hint_text(result.output_path)
     assert result.content == f"aaaaa\n\n...6 bytes truncated...\n\n{hint}\n\n"
 
 
 def test_hint_texts() -> None:
-    assert hint_text("/d/tool_x", False) == f"{FIRST}/d/tool_x\n{PLAIN}"
-    assert hint_text(Path("/d/tool_x"), True) == f"{FIRST}/d/tool_x\n{TASK}"
-    assert "Grep" in hint_text("p", True) and "Grep" in hint_text("p", False)
-    assert "Task tool" not in hint_text("p", False)
+    assert hint_text("/d/tool_x") == f"{FIRST}/d/tool_x\n{PLAIN}"
+    assert hint_text(Path("/d/tool_x"), TASK) == f"{FIRST}/d/tool_x\n{TASK}"
+    assert "Grep" in hint_text("p", TASK) and "Grep" in hint_text("p")
+    assert "Task tool" not in hint_text("p")
+    assert DEFAULT_ADVICE == PLAIN
 
 
-def test_has_task_reaches_the_content(truncator: Truncator) -> None:
+def test_advice_reaches_the_content(truncator: Truncator) -> None:
     text = "x\n" * 50
-    assert TASK in truncator.truncate(text, max_lines=5, has_task=True).content
+    assert TASK in truncator.truncate(text, max_lines=5, advice=TASK).content
     assert PLAIN in truncator.truncate(text, max_lines=5).content
+    with truncator.writer(max_lines=5, advice=TASK) as out:
+        out.write(text)
+    assert TASK in out.finish().content
+
+
+def test_advice_given_as_a_function_is_asked_only_for_a_cut(truncator: Truncator) -> None:
+    asked: list[int] = []
+
+    def advice() -> str | None:
+        asked.append(1)
+        return None if len(asked) > 1 else TASK
+
+    assert not truncator.truncate("short", max_lines=5, advice=advice).truncated
+    assert asked == []
+    assert TASK in truncator.truncate("x\n" * 50, max_lines=5, advice=advice).content
+    assert PLAIN in truncator.truncate("x\n" * 50, max_lines=5, advice=advice).content
+    assert len(asked) == 2
 
 
 def test_bad_arguments(truncator: Truncator) -> None:
@@ -292,7 +311,7 @@ def test_string_path_matches_literal_reading(truncator: Truncator, direction: Di
         result = truncator.truncate(
             text, max_lines=max_lines, max_bytes=max_bytes, direction=direction
         )
-        expected = reference(text, max_lines, max_bytes, direction, hint_text("<PATH>", False))
+        expected = reference(text, max_lines, max_bytes, direction, hint_text("<PATH>"))
         if expected is None:
             assert result == Truncated(text, False, None, text.count("\n") + 1, _nb(text))
         else:

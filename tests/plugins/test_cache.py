@@ -19,7 +19,7 @@ import pytest
 from hookcode import ToolContext, ToolResult, hookimpl, tool
 from hookcode.errors import ConfigError
 from hookcode.permission import Reply, Rule
-from hookcode.testing import ReplyWith, invoke_tool, missing
+from hookcode.testing import ReplyWith, invoke_tool
 
 PLUGINS = "cache,policy_rules,tool_read,tool_edit,tool_grep,tool_glob,tool_list"
 
@@ -27,17 +27,6 @@ PLUGINS = "cache,policy_rules,tool_read,tool_edit,tool_grep,tool_glob,tool_list"
 @pytest.fixture(autouse=True)
 def _plugins(hookcode_env: Any) -> None:
     hookcode_env.env["HOOKCODE_LOAD_PLUGINS"] = PLUGINS
-
-
-@pytest.fixture
-def rg() -> str:
-    """The rg binary grep and glob need (fails in CI, skips elsewhere when missing)."""
-    from hookcode.ripgrep import RipgrepMissing, find_rg
-
-    try:
-        return find_rg()
-    except RipgrepMissing as exc:
-        missing(str(exc))
 
 
 @pytest.fixture

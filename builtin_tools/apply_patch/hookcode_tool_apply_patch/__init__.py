@@ -108,6 +108,7 @@ PREFIX = "apply_patch verification failed: "
     description=DESCRIPTION,
     permission="edit",
     asks_permission=True,
+    edits_files="patch",
     aliases={"patch_text": "patchText"},
 )
 async def apply_patch(

@@ -1,11 +1,12 @@
 """The ``bash`` tool: run a shell command (reference/tools.md §12, ARCHITECTURE.md "Shell").
 
-* Permission (:func:`hookcode.shell.shell_asks`): the ``shell_analyze`` hook (policy_shell)
+* Permission (:func:`hookcode.shell.shell_plan`): the ``shell_analyze`` hook (policy_shell)
   says which simple commands the line runs, which directories outside the project it names
   and which files it reads and writes; the tool asks ``external_directory`` for each outside
   directory (and an outside ``workdir``), ``read`` for the files it shows, ``edit`` for the
   protected files it writes, then ``bash`` with one pattern per command. With no analyser
-  the whole line is one opaque pattern: rules may deny it, only a reply allows it.
+  the whole line is one opaque pattern: rules may deny it, only a reply allows it. The
+  ``permission_plan`` hook gives ``hookcode permissions explain bash`` the same requests.
 * Running: the shell (``[tool.bash] shell``, else bash, else ``$SHELL`` unless fish or nu,
   else sh: the analysis reads bash's grammar, and a command another shell runs is opaque) in
   its own session below the runtime's process guardian (``runtime.processes``), stdin closed,
@@ -106,17 +107,6 @@ def _limits(ctx: ToolContext) -> tuple[int, int]:
     return max_lines, max_bytes
 
 
-def _has_task(ctx: ToolContext) -> bool:
-    """The hint names the Task tool when the agent may use it (truncation.md §3)."""
-    runtime = ctx.runtime
-    try:
-        return "task" in runtime.registry.entries and not runtime.ruleset(
-            ctx.agent, ctx.session_id, approvals=False
-        ).disabled("task")
-    except Exception:
-        return False
-
-
 # ---------------------------------------------------------------------------------------------
 # the tool
 # ---------------------------------------------------------------------------------------------
@@ -198,22 +188,40 @@ async def bash(
 async def _ask(
     ctx: ToolContext, command: str, description: str, run_dir: Path, shell: str = "bash"
 ) -> None:
-    """Everything the command needs before it runs (:func:`hookcode.shell.shell_asks`):
+    """Everything the command needs before it runs (:func:`hookcode.shell.shell_plan`):
     ``external_directory``, ``read`` for the files it shows, ``edit`` for the protected files
     it writes, then ``bash`` with one pattern per simple command."""
     import asyncio
 
-    from hookcode.shell import shell_asks
+    from hookcode.shell import shell_plan
 
-    plugins = ctx.runtime.plugins
+    def plan() -> Any:
+        return shell_plan(
+            ctx,
+            command,
+            run_dir,
+            permission=bash.permission_name,
+            shell=shell,
+            description=description,
+        )
 
-    def plan() -> list[Any]:
-        analysis = plugins.call_first("shell_analyze", command=command, cwd=str(run_dir))
-        return shell_asks(ctx, analysis, command, run_dir, shell=shell, description=description)
-
-    asks = await asyncio.get_running_loop().run_in_executor(ctx.runtime.executor, plan)
-    for ask in asks:
+    planned = await asyncio.get_running_loop().run_in_executor(ctx.runtime.executor, plan)
+    for ask in planned.asks:
         await ctx.ask(ask.permission, ask.patterns, ask.always, ask.metadata)
+
+
+@hookimpl
+def permission_plan(permission: str, pattern: str, ctx: ToolContext) -> Any:
+    """``hookcode permissions explain bash COMMAND``: what this tool would ask before running
+    COMMAND in the working directory, with the shell it would run it in."""
+    if permission != bash.permission_name:
+        return None
+    from hookcode.shell import shell_plan
+
+    from hookcode_tool_bash import _runner
+
+    shell = _runner.pick_shell(_settings(ctx).shell, ctx.runtime.env)
+    return shell_plan(ctx, pattern, ctx.cwd, permission=permission, shell=shell)
 
 
 def _environment(ctx: ToolContext, cwd: Path, token: str) -> dict[str, str]:
@@ -276,7 +284,10 @@ class _Job:
         self.deadline = time.monotonic() + (timeout_ms + TIMEOUT_SLACK_MS) / 1000
         max_lines, max_bytes = _limits(ctx)
         self.writer = ctx.runtime.truncator.writer(
-            max_lines=max_lines, max_bytes=max_bytes, direction="both", has_task=_has_task(ctx)
+            max_lines=max_lines,
+            max_bytes=max_bytes,
+            direction="both",
+            advice=ctx.runtime.registry.truncation_hint(ctx.agent, ctx.session_id),
         )
         self.preview = runner.Preview(ctx, self.writer, description)
 

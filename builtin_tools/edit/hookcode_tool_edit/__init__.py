@@ -81,6 +81,7 @@ Usage:
     description=DESCRIPTION,
     permission="edit",
     asks_permission=True,
+    edits_files=True,
     aliases={
         "file_path": "filePath",
         "old_string": "oldString",

@@ -1,7 +1,7 @@
 """The ``glob`` tool: files whose path matches a glob pattern, newest first (reference/tools.md §8).
 
 Files are listed by ripgrep (``rg --files``): hidden files included, ``.git`` excluded, ignore
-files honoured (even for files the pattern matches: see :func:`hookcode.ripgrep.glob_filter`),
+files honoured (even for files the pattern matches: see :func:`hookcode_ripgrep.glob_filter`),
 symlinks not followed. Paths the ``read`` rules deny are left out before anything counts
 (names of paths whose reading asks are shown: only contents need the permission). At most
 100 paths are returned (sorted by modification time, newest first); ``truncated`` says a
@@ -42,7 +42,7 @@ async def glob(
         "provided.",
     ] = None,
 ) -> ToolResult:
-    from hookcode.ripgrep import files, glob_filter, name_glob
+    from hookcode_ripgrep import files, glob_filter, name_glob
 
     if not pattern.strip():
         raise ToolError("pattern is required")

@@ -2,7 +2,7 @@
 
 ripgrep searches (``rg --json``: paths and line texts arrive intact whatever they contain, ``|``
 included): hidden files included, ``.git`` excluded, ignore files honoured, also for the files
-``include`` names (see :func:`hookcode.ripgrep.glob_filter`). Matches are ordered by their file's
+``include`` names (see :func:`hookcode_ripgrep.glob_filter`). Matches are ordered by their file's
 modification time, newest first (ties: path order), line order within a file; at most 100 are
 shown. Memory stays bounded on huge result sets: only the 100 best matches seen so far are kept
 (a heap), every other match is just counted.
@@ -63,7 +63,7 @@ async def grep(
     ] = None,
 ) -> ToolResult:
     from hookcode.errors import ToolError
-    from hookcode.ripgrep import glob_filter, name_glob, run_lines
+    from hookcode_ripgrep import glob_filter, name_glob, run_lines
 
     if not pattern:
         raise ToolError("pattern is required")

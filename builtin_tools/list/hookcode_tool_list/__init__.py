@@ -53,7 +53,7 @@ async def list_(
     ] = None,
     ignore: Annotated[list[str] | None, "List of glob patterns to ignore"] = None,
 ) -> ToolResult:
-    from hookcode.ripgrep import files
+    from hookcode_ripgrep import files
 
     search = ctx.resolve(path) if path else ctx.cwd
     await ctx.ask_external_directory(search, "directory")

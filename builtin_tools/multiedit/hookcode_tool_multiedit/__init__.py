@@ -106,6 +106,7 @@ class _MinItems:
     description=DESCRIPTION,
     permission="edit",
     asks_permission=True,
+    edits_files=True,
     aliases={"file_path": "filePath"},
 )
 async def multiedit(

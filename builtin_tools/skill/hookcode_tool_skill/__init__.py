@@ -149,6 +149,7 @@ def sample_files(directory: Path, limit: int = FILE_SAMPLE) -> list[str]:
 class SkillTool(Tool):
     name = "skill"
     asks_permission = True  # asks `skill` with the skill's name
+    prunable = False  # the instructions a skill loaded stay in force: never pruned
 
     def __init__(self, runtime: Any = None) -> None:
         super().__init__()

@@ -57,6 +57,11 @@ file reads, web fetches, etc.), since it is not aware of the user's intent"""
 class TaskTool(Tool):
     name = "task"
     asks_permission = True
+    # after a cut output (truncation.md §3): while the agent may start sub-agents
+    truncation_hint = (
+        "Use the Task tool to have the explore agent search this file with Grep and Read "
+        "(offset/limit) instead of reading it whole."
+    )
 
     def __init__(self, runtime: Any = None) -> None:
         import weakref

@@ -50,6 +50,7 @@ Usage:
     description=DESCRIPTION,
     permission="edit",
     asks_permission=True,
+    edits_files=True,
     aliases={"file_path": "filePath"},
 )
 async def write(

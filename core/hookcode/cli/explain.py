@@ -1,6 +1,7 @@
 """``hookcode permissions explain``: the decision for one permission and pattern, and which
-rule made it; for ``bash``, every request the command needs (:func:`hookcode.shell.shell_asks`)
-and why the analysis found it opaque when it did."""
+rule made it; for a permission whose pattern a plugin takes apart (``permission_plan``: a shell
+command becomes the requests it needs, :func:`hookcode.shell.shell_asks`), every request the
+call would make and why the analysis found it opaque when it did."""
 
 from __future__ import annotations
 
@@ -13,17 +14,22 @@ from hookcode.cli.state import print_json
 if TYPE_CHECKING:
     from hookcode.permission import PermissionRequest, Rule, Vote
     from hookcode.runtime import Runtime
+    from hookcode.shell import RequestPlan
 
 __all__ = ["explain"]
 
 
 def explain(rt: Runtime, agent: str, permission: str, pattern: str, *, as_json: bool) -> None:
-    if permission == "bash":
-        _shell(rt, agent, pattern, as_json)
+    from hookcode.tools import EDIT_PERMISSION, ToolContext
+
+    ctx = ToolContext(rt, session_id="", call_id="explain", agent=agent)
+    plan = rt.plugins.call_first("permission_plan", permission=permission, pattern=pattern, ctx=ctx)
+    if plan is not None:
+        _planned(rt, agent, permission, pattern, plan, as_json)
         return
     metadata: dict[str, Any] = {}
     protected: str | None = None
-    if permission == "edit":
+    if permission == EDIT_PERMISSION:
         # a protected path asks whatever the rules say, as the writing tools mark it
         import os
 
@@ -64,18 +70,15 @@ def explain(rt: Runtime, agent: str, permission: str, pattern: str, *, as_json: 
     _echo_votes(request)
 
 
-def _shell(rt: Runtime, agent: str, command: str, as_json: bool) -> None:
-    from hookcode.shell import shell_asks
-    from hookcode.tools import ToolContext
-
-    section = rt.config.section("tool.bash")
-    shell = getattr(section, "shell", None) or "bash"
-    ctx = ToolContext(rt, session_id="", call_id="explain", agent=agent, tool="bash")
-    analysis = rt.plugins.call_first("shell_analyze", command=command, cwd=str(rt.cwd))
-    asks = shell_asks(ctx, analysis, command, rt.cwd, shell=shell)
+def _planned(
+    rt: Runtime, agent: str, permission: str, pattern: str, plan: RequestPlan, as_json: bool
+) -> None:
+    """Every request of ``plan`` with its decision; the requests of ``permission`` itself
+    pattern by pattern (a shell command: one per simple command)."""
+    analysis = plan.analysis
     results = []
     overall = "allow"
-    for ask in asks:
+    for ask in plan.asks:
         request, vote = _vote(rt, agent, ask.permission, ask.patterns, ask.always, ask.metadata)
         decisions = [request.ruleset.decide_one(ask.permission, p) for p in ask.patterns]
         results.append((ask, request, vote, decisions))
@@ -83,19 +86,19 @@ def _shell(rt: Runtime, agent: str, command: str, as_json: bool) -> None:
             overall = vote.action
     opaque = analysis is None or analysis.opaque
     reasons = ["no shell analyser is loaded"] if analysis is None else list(analysis.reasons)
-    bash = next((r for r in results if r[0].permission == "bash"), None)
+    own = next((r for r in results if r[0].permission == permission), None)
     if as_json:
         print_json(
             {
-                "permission": "bash",
-                "pattern": command,
+                "permission": permission,
+                "pattern": pattern,
                 "agent": agent,
                 "decision": overall,
                 "opaque": opaque,
                 "reasons": reasons if opaque else [],
                 "commands": [
                     {"pattern": d.pattern, "action": d.action, "rule": _rule_dict(d.rule)}
-                    for d in (bash[3] if bash else [])
+                    for d in (own[3] if own else [])
                 ],
                 "read_only": list(analysis.read_only) if analysis is not None else [],
                 "outside_dirs": list(analysis.outside_dirs) if analysis is not None else [],
@@ -116,9 +119,9 @@ def _shell(rt: Runtime, agent: str, command: str, as_json: bool) -> None:
             }
         )
         return
-    typer.echo(f"{overall}  (bash {command!r}, agent {agent})")
+    typer.echo(f"{overall}  ({permission} {pattern!r}, agent {agent})")
     for ask, request, vote, decisions in results:
-        if ask.permission == "bash":
+        if ask.permission == permission:
             for d in decisions:
                 typer.echo(f"  {d.pattern!r}: {d.action} by {_rule_text(d.rule)}")
             if analysis is not None and analysis.read_only:
@@ -129,9 +132,9 @@ def _shell(rt: Runtime, agent: str, command: str, as_json: bool) -> None:
             protected = ask.metadata.get("protected") or {}
             for path, entry in protected.items():
                 typer.echo(f"  protected: {path} ({entry}) asks unless a rule names it")
-        if vote.action != "allow" and vote.reason and ask.permission == "bash":
+        if vote.action != "allow" and vote.reason and ask.permission == permission:
             typer.echo(f"reason: {vote.reason}")
-        if ask.permission == "bash":
+        if ask.permission == permission:
             _echo_votes(request)
     if opaque:
         typer.echo(

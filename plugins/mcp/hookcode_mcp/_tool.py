@@ -338,14 +338,11 @@ def _truncate(
     own = limits.tools.get(tool.name)
     if own is not None:
         lines, nbytes = own.max_lines or lines, own.max_bytes or nbytes
-    try:
-        has_task = "task" in runtime.registry.entries and not runtime.ruleset(
-            ctx.agent, ctx.session_id, approvals=False
-        ).disabled("task")
-    except Exception:
-        has_task = False
     cut = runtime.truncator.truncate(
-        result.output, max_lines=lines, max_bytes=nbytes, has_task=has_task
+        result.output,
+        max_lines=lines,
+        max_bytes=nbytes,
+        advice=lambda: runtime.registry.truncation_hint(ctx.agent, ctx.session_id),
     )
     result.metadata["truncated"] = cut.truncated
     if cut.truncated:

@@ -8,6 +8,10 @@ The spill directory's ``external_directory`` allow is core's (it comes after eve
 
 The vote: the effective rules of the request (agent defaults, plugin defaults, ``[permission]``,
 ``[agent.NAME.permission]``, session rules, remembered approvals) evaluated last-match-wins.
+
+The model rule (``model_tools``, reference tools.md): the tools that edit files come in two
+kinds, those that take patches (``edits_files = "patch"``: apply_patch) and the others (edit,
+write, multiedit); a model is offered one kind, chosen by :func:`wants_patches`.
 """
 
 from __future__ import annotations
@@ -20,7 +24,9 @@ from hookcode import hookimpl
 
 if TYPE_CHECKING:  # imported where used: start-up does not load these modules
     from hookcode.agents import AgentSpec
+    from hookcode.config import Config
     from hookcode.permission import Action, PermissionRequest, Rule, Vote
+    from hookcode.tools import Tool
 
 BUILTIN = ("build", "plan", "general", "explore", "compaction", "title", "summary")
 
@@ -154,3 +160,24 @@ def permission_ask(request: PermissionRequest) -> Vote | Action:
             )
         return Vote("ask", f"the command could not be analysed completely: {reasons}")
     return decision.action  # a plain vote, without a reason
+
+
+def wants_patches(model: str, edit_tools: str = "auto") -> bool | None:
+    """Whether ``model`` edits files with the tools that take patches (True) or with the others
+    (False); None offers both. ``edit_tools`` is the config key: ``"auto"`` follows the
+    reference (a model id with ``gpt-`` but neither ``oss`` nor ``gpt-4`` takes patches),
+    ``"apply_patch"`` or ``"edit"`` force one kind, ``"both"`` offers both."""
+    if edit_tools == "both":
+        return None
+    if edit_tools == "auto":
+        return "gpt-" in model and "oss" not in model and "gpt-4" not in model
+    return edit_tools == "apply_patch"
+
+
+@hookimpl
+def model_tools(model: str, tools: list[Tool], config: Config) -> None:
+    """The model rule: withhold the kind of file-editing tool ``model`` does not use."""
+    patches = wants_patches(model, config.core.edit_tools)
+    if patches is None:
+        return
+    tools[:] = [t for t in tools if not t.edits_files or (t.edits_files == "patch") == patches]

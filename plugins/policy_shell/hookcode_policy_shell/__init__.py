@@ -6,7 +6,8 @@
   read-only, and whether anything is outside the understood subset (analyze.py has the
   rule). The bash tool asks ``external_directory``, ``read`` and (for protected files)
   ``edit`` for those paths, and ``bash`` with the commands as patterns; ``policy_rules``
-  judges each.
+  judges each. ``permission_plan`` gives ``permissions explain bash`` those requests when
+  the bash tool is not loaded.
 * Default rules (``permission_defaults``): the read-only commands (``READ_ONLY_ALLOW``: ``ls``,
   ``cat``, ``grep``, ``git status``, ... the strict profile's safe list) are allowed for every
   agent that does not close ``bash``; the agents' own ``bash = ask`` covers the rest. A user's
@@ -28,6 +29,8 @@ from hookcode import hookimpl
 
 if TYPE_CHECKING:  # imported where used: start-up does not load the permission module
     from hookcode.permission import PermissionRequest, Rule, ShellAnalysis, Vote
+    from hookcode.shell import RequestPlan
+    from hookcode.tools import ToolContext
 
 __all__ = [
     "READ_ONLY_ALLOW",
@@ -40,6 +43,7 @@ __all__ = [
     "STRICT_SOURCE",
     "permission_ask",
     "permission_defaults",
+    "permission_plan",
     "profile_of",
     "read_only_rules",
     "shell_analyze",
@@ -198,6 +202,20 @@ def shell_analyze(command: str, cwd: str) -> ShellAnalysis:
     from hookcode_policy_shell.analyze import analyze
 
     return analyze(command, cwd)
+
+
+@hookimpl(trylast=True)
+def permission_plan(permission: str, pattern: str, ctx: ToolContext) -> RequestPlan | None:
+    """``hookcode permissions explain bash COMMAND`` without the bash tool (which plans with
+    the shell it would run, and comes first when it is loaded): the requests COMMAND needs in
+    the working directory, read with ``[tool.bash] shell`` or bash."""
+    if permission != "bash":
+        return None
+    from hookcode.shell import shell_plan
+
+    section = ctx.config.section("tool.bash")
+    shell = getattr(section, "shell", None) or "bash"
+    return shell_plan(ctx, pattern, ctx.cwd, permission=permission, shell=shell)
 
 
 @hookimpl

@@ -25,6 +25,8 @@ __all__ = [
     "Rule",
     "Runtime",
     "ShellAnalysis",
+    "Stash",
+    "StashKey",
     "Tool",
     "ToolBlocked",
     "ToolCall",
@@ -53,6 +55,8 @@ _WHERE = {
     "Rule": "hookcode.permission",
     "Runtime": "hookcode.runtime",
     "ShellAnalysis": "hookcode.permission",
+    "Stash": "hookcode.stash",
+    "StashKey": "hookcode.stash",
     "Tool": "hookcode.tools",
     "ToolBlocked": "hookcode.errors",
     "ToolCall": "hookcode.tools",
@@ -80,6 +84,7 @@ if TYPE_CHECKING:
     from hookcode.pipeline import Outcome, invoke
     from hookcode.plugins import hookimpl
     from hookcode.runtime import Runtime
+    from hookcode.stash import Stash, StashKey
     from hookcode.tools import (
         AbortSignal,
         Attachment,

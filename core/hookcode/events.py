@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from hookcode.plugins import Plugins
+    from hookcode.runtime import Runtime
 
 __all__ = ["Event", "EventBus"]
 
@@ -35,8 +36,10 @@ class Event:
 class EventBus:
     """Publishes events to in-process subscribers and to the plugins' ``event`` hook."""
 
-    def __init__(self, plugins: Plugins | None = None) -> None:
+    def __init__(self, plugins: Plugins | None = None, runtime: Runtime | None = None) -> None:
+        """``runtime``: the one the ``event`` hook is told about (its ``runtime`` argument)."""
         self._plugins = plugins
+        self._runtime = runtime
         self._subscribers: list[Callable[[Event], None]] = []
 
     def subscribe(self, callback: Callable[[Event], None]) -> Callable[[], None]:
@@ -63,5 +66,5 @@ class EventBus:
             for callback in list(self._subscribers):
                 callback(event)
         if self._plugins is not None and self._plugins.has_impls("event"):
-            self._plugins.call_each("event", event=event)
+            self._plugins.call_each("event", event=event, runtime=self._runtime)
         return event

@@ -13,15 +13,18 @@ arguments, and an implementation may accept any subset of them::
 
 How hookcode calls hooks
 ------------------------
-* **Registration hooks** (``tool``, ``provider``, ``auth``, ``agent``, ``config_schema``,
-  ``project_code``, ``permission_defaults``, ``cli``) are collected from every plugin in *registration order*:
+* **Registration hooks** (``register_tools``, ``provider``, ``auth``, ``agent``,
+  ``config_schema``, ``project_code``, ``permission_defaults``, ``cli``) are collected from
+  every plugin in *registration order*:
   core first, then the ``hookcode-*`` distributions sorted by entry-point name, then all
   other distributions sorted by (distribution, entry point); an implementation marked
   ``trylast`` (``tryfirst``) counts as registered after (before) every other, which is how
   file-based local tools come after every packaged tool. Where names clash (two tools
   called ``read``) the later registration wins, and the loser is reported as shadowed.
-* Hooks whose arguments do not lead to the runtime (``chat_message``, ``event``, ...) reach
-  it with :func:`hookcode.plugins.current_runtime` while they run.
+* Hooks whose other arguments do not lead to the :class:`~hookcode.runtime.Runtime` get it
+  as their ``runtime`` argument (``register_tools``, ``config``, ``chat_message``, ``event``,
+  ...); tool hooks reach it as ``ctx.runtime``. Per-run state belongs in ``runtime.stash``
+  (:mod:`hookcode.stash`), and what must stop when the run ends in ``runtime.on_close``.
 * **Lifecycle hooks** run in pluggy's order: the most recently registered plugin first,
   adjusted by ``tryfirst`` / ``trylast``. Implementations mutate the objects they are given.
 * Core calls implementations one by one, so one that raises never keeps another from
@@ -41,7 +44,7 @@ from typing import TYPE_CHECKING, Any
 import pluggy
 
 if TYPE_CHECKING:
-    from collections.abc import Mapping
+    from collections.abc import Callable, Mapping
     from pathlib import Path
 
     import typer
@@ -54,7 +57,10 @@ if TYPE_CHECKING:
     from hookcode.permission import PermissionRequest, Reply, Rule, ShellAnalysis, Vote
     from hookcode.providers import AuthMethod, Provider
     from hookcode.question import QuestionRequest
+    from hookcode.runtime import Runtime
+    from hookcode.session import UserMessage
     from hookcode.shell import RequestPlan
+    from hookcode.store import SessionRecord
     from hookcode.tools import Tool, ToolCall, ToolContext, ToolResult
 
 PROJECT_NAME = "hookcode"
@@ -67,24 +73,46 @@ hookspec = pluggy.HookspecMarker(PROJECT_NAME)
 
 
 @hookspec
-def tool() -> list[Tool]:
-    """Contribute tools.
+def register_tools(register: Callable[..., None], runtime: Runtime) -> None:
+    """Contribute tools::
 
-    Called when the tool registry is built. Return :class:`~hookcode.Tool` objects (for
-    example functions decorated with :func:`hookcode.tool`). Keep it cheap: build nothing
-    heavy here, since schemas are built lazily on first use.
+        @hookimpl
+        def register_tools(register):
+            register(word_count, line_count)
+
+    Called when the tool registry is built. Keep it cheap: build nothing heavy here, since
+    schemas are built lazily on first use.
+
+    Args:
+        register: call it with one or more :class:`~hookcode.Tool` objects (for example
+            functions decorated with :func:`hookcode.tool`); the registry records that this
+            plugin registered them. A tool whose name another plugin also uses shadows the
+            earlier registration (or is shadowed by a later one); ``hookcode tools list``
+            shows both. A tool with ``never_replaces = True`` (MCP tools) never shadows
+            another: when its name is taken it is skipped and reported.
+        runtime: the runtime whose registry is built (its ``config``, ``cwd``, ``trusted``):
+            a plugin may register tools only where they are configured.
 
     Returns:
-        A list of tools. A tool whose name another plugin also uses shadows the earlier
-        registration (or is shadowed by a later one); ``hookcode tools list`` shows both.
-        A tool with ``never_replaces = True`` (MCP tools) never shadows another: when its
-        name is taken it is skipped and reported.
+        Nothing.
     """
     ...
 
 
 @hookspec
-def provider(config: Any, credentials: Credentials) -> list[Provider]:
+def tool() -> list[Tool]:
+    """Deprecated (one release): implement :func:`register_tools` instead. Still collected,
+    in registration order with ``register_tools``; a plugin implementing it gets one
+    :class:`DeprecationWarning` naming it.
+
+    Returns:
+        A list of :class:`~hookcode.Tool` objects.
+    """
+    ...
+
+
+@hookspec
+def provider(config: Config, credentials: Credentials) -> list[Provider]:
     """Contribute model providers.
 
     Args:
@@ -103,7 +131,7 @@ def provider(config: Any, credentials: Credentials) -> list[Provider]:
 
 
 @hookspec
-def auth(config: Any) -> list[AuthMethod]:
+def auth(config: Config) -> list[AuthMethod]:
     """Contribute ways for a provider to get credentials (API key, environment, OAuth).
 
     Args:
@@ -116,7 +144,7 @@ def auth(config: Any) -> list[AuthMethod]:
 
 
 @hookspec
-def agent(config: Any, data_dir: Path) -> list[AgentSpec]:
+def agent(config: Config, data_dir: Path) -> list[AgentSpec]:
     """Contribute named agents (prompt, model, step limit, permission rules, mode).
 
     Args:
@@ -183,7 +211,7 @@ def project_code(cwd: Path, worktree: Path, env: Mapping[str, str]) -> list[str]
 
 
 @hookspec
-def permission_defaults(agent: AgentSpec, config: Any) -> list[Rule]:
+def permission_defaults(agent: AgentSpec, config: Config, runtime: Runtime) -> list[Rule]:
     """Contribute default permission rules for an agent.
 
     These are rules, not votes: they come after the agent's own defaults and before the
@@ -194,6 +222,7 @@ def permission_defaults(agent: AgentSpec, config: Any) -> list[Rule]:
         agent: the agent whose rules are being assembled.
         config: the runtime's validated :class:`~hookcode.config.Config` (rules that depend
             on settings, e.g. ``[tool.bash] profile``); implementations may leave it out.
+        runtime: the runtime the rules are for.
 
     Returns:
         A list of :class:`~hookcode.permission.Rule` (give each a ``source``).
@@ -207,7 +236,7 @@ def permission_defaults(agent: AgentSpec, config: Any) -> list[Rule]:
 
 
 @hookspec(historic=True)
-def config(config: Any) -> None:
+def config(config: Config, runtime: Runtime) -> None:
     """Called once after the config is loaded and validated.
 
     Historic: a plugin registered later still receives it.
@@ -215,6 +244,9 @@ def config(config: Any) -> None:
     Args:
         config: the validated :class:`~hookcode.config.Config`; plugin sections are reached
             with ``config.section("tool.bash")``. Implementations may mutate it.
+        runtime: the runtime being built: its ``cwd``, ``worktree``, ``env``, ``data_dir``,
+            ``trust`` and ``plugins`` are set; its ``config`` (this one), registry and
+            credentials are not yet.
 
     Returns:
         Nothing.
@@ -223,12 +255,13 @@ def config(config: Any) -> None:
 
 
 @hookspec
-def chat_message(message: Any, session: Any) -> None:
+def chat_message(message: UserMessage, session: SessionRecord, runtime: Runtime) -> None:
     """A user message, before it is stored and sent to the model.
 
     Args:
         message: the user message (text, parts, agent, model); mutate it in place.
-        session: the session it belongs to.
+        session: the :class:`~hookcode.store.SessionRecord` it belongs to.
+        runtime: the runtime running the session.
 
     Returns:
         Nothing. Raise :class:`~hookcode.errors.PromptBlocked` to refuse the message: it is
@@ -238,15 +271,16 @@ def chat_message(message: Any, session: Any) -> None:
 
 
 @hookspec
-def session_stop(session: Any, text: str, active: bool) -> str | None:
+def session_stop(session: SessionRecord, text: str, active: bool, runtime: Runtime) -> str | None:
     """The model ended its turn without asking for tools: the run is about to end.
 
     Args:
-        session: the session.
+        session: the session (a :class:`~hookcode.store.SessionRecord`).
         text: what the model said last.
         active: True when this run already went on because of such an answer (Claude Code's
             ``stop_hook_active``): a hook that answers every time keeps the agent going
             until its step limit.
+        runtime: the runtime running the session.
 
     Returns:
         None to let the run end, or a message to keep the agent going: it is added to the
@@ -257,7 +291,9 @@ def session_stop(session: Any, text: str, active: bool) -> str | None:
 
 
 @hookspec
-def chat_params(params: dict[str, Any], session: Any, agent: Any, model: str) -> None:
+def chat_params(
+    params: dict[str, Any], session: SessionRecord, agent: AgentSpec, model: str, runtime: Runtime
+) -> None:
     """Parameters of every model request.
 
     Args:
@@ -266,6 +302,7 @@ def chat_params(params: dict[str, Any], session: Any, agent: Any, model: str) ->
         session: the session making the request.
         agent: the :class:`~hookcode.agents.AgentSpec` running.
         model: the model id (``"provider/model"``).
+        runtime: the runtime running the session.
 
     Returns:
         Nothing.
@@ -274,7 +311,9 @@ def chat_params(params: dict[str, Any], session: Any, agent: Any, model: str) ->
 
 
 @hookspec
-def system_prompt(parts: list[str], session: Any, agent: Any, model: str) -> None:
+def system_prompt(
+    parts: list[str], session: SessionRecord, agent: AgentSpec, model: str, runtime: Runtime
+) -> None:
     """The system prompt of every model request.
 
     Args:
@@ -282,6 +321,7 @@ def system_prompt(parts: list[str], session: Any, agent: Any, model: str) -> Non
         session: the session making the request.
         agent: the :class:`~hookcode.agents.AgentSpec` running.
         model: the model id.
+        runtime: the runtime running the session.
 
     Returns:
         Nothing.
@@ -398,12 +438,13 @@ def tool_execute_error(call: ToolCall, error: BaseException, ctx: ToolContext) -
 
 
 @hookspec
-def permission_ask(request: PermissionRequest) -> Vote | str | None:
+def permission_ask(request: PermissionRequest, runtime: Runtime) -> Vote | str | None:
     """Vote on a permission request. Deny beats ask beats allow; no vote at all means ask.
 
     Args:
         request: the :class:`~hookcode.permission.PermissionRequest` (permission, patterns,
             always, metadata, the call it belongs to, and the effective rules).
+        runtime: the runtime asking.
 
     Returns:
         ``"allow"``, ``"deny"``, ``"ask"``, a :class:`~hookcode.permission.Vote` with a
@@ -499,12 +540,13 @@ def shell_env(env: dict[str, str], cwd: str, ctx: ToolContext | None) -> None:
 
 
 @hookspec
-def event(event: Event) -> None:
+def event(event: Event, runtime: Runtime) -> None:
     """Every event on the bus: ``session.*``, ``message.*``, ``tool.*``, ``permission.*``,
     ``file.edited``, ``todo.updated``.
 
     Args:
         event: the :class:`~hookcode.events.Event` (``type`` and ``properties``). Observe only.
+        runtime: the runtime whose bus published it.
 
     Returns:
         Nothing.

@@ -512,7 +512,7 @@ class PermissionService:
         """Ask every policy; combine their votes."""
         votes: list[Vote] = []
         for plugin, value, error in self.runtime.plugins.call_each_outcomes(
-            "permission_ask", request=request
+            "permission_ask", request=request, runtime=self.runtime
         ):
             if error is not None:
                 vote = Vote("ask", f"policy {plugin} failed: {error}")

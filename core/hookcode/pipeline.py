@@ -32,7 +32,6 @@ from hookcode.errors import (
     ToolError,
     ToolTimeout,
 )
-from hookcode.plugins import _current_runtime
 from hookcode.runtime import unrecorded_running
 from hookcode.store import ToolPartRecord
 from hookcode.tools import ToolResult
@@ -100,13 +99,7 @@ def _message(exc: BaseException) -> str:
 async def invoke(call: ToolCall, ctx: ToolContext) -> Outcome:
     """Run one call through the whole pipeline; never raises for a failing call (the
     Outcome carries the error), except for cancellation of the caller's task."""
-    # the hooks' current runtime (plugins.current_runtime()) set once for the whole call,
-    # not around each of its dozen hook calls (Plugins._call leaves it alone when set)
-    token = _current_runtime.set(ctx.runtime)
-    try:
-        return await _invoke(call, ctx)
-    finally:
-        _current_runtime.reset(token)
+    return await _invoke(call, ctx)
 
 
 async def _invoke(call: ToolCall, ctx: ToolContext) -> Outcome:

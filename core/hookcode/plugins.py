@@ -21,7 +21,6 @@ import re
 import sys
 import time
 from collections.abc import Iterator, Mapping
-from contextvars import ContextVar
 from dataclasses import dataclass, field
 from types import FunctionType, MethodType, ModuleType
 from typing import IO, Any, Literal
@@ -31,7 +30,7 @@ import pluggy
 from hookcode import hookspecs
 from hookcode.errors import PluginError, PromptBlocked
 
-__all__ = ["PluginInfo", "Plugins", "create_plugins", "current_runtime", "hookimpl"]
+__all__ = ["PluginInfo", "Plugins", "create_plugins", "hookimpl"]
 
 hookimpl = pluggy.HookimplMarker(hookspecs.PROJECT_NAME)
 _IMPL_ATTR = hookspecs.PROJECT_NAME + "_impl"
@@ -39,16 +38,25 @@ _IMPL_ATTR = hookspecs.PROJECT_NAME + "_impl"
 ENTRY_POINT_GROUP = "hookcode"
 Status = Literal["loaded", "failed", "disabled"]
 
-#: the runtime whose plugins are calling a hook implementation right now
-_current_runtime: ContextVar[Any] = ContextVar("hookcode_current_runtime", default=None)
+#: hooks kept for one release under their old name: old name -> what to implement instead
+DEPRECATED_HOOKS = {"tool": "register_tools(register, runtime)"}
+#: (plugin, hook) pairs already warned about in this process
+_warned: set[tuple[str, str]] = set()
 
 
-def current_runtime() -> Any:
-    """The :class:`~hookcode.runtime.Runtime` whose hook call is running, for hooks whose
-    arguments do not lead to it (``tool``, ``chat_message``, ``event``, ...): its ``cwd``,
-    ``worktree``, ``env`` and ``config``. Valid while a (sync) implementation runs; None
-    outside a hook call or for plugins not owned by a runtime."""
-    return _current_runtime.get()
+def _warn_deprecated(plugin: str, old: str, new: str) -> None:
+    """One :class:`DeprecationWarning` per plugin and deprecated hook in a process."""
+    if (plugin, old) in _warned:
+        return
+    _warned.add((plugin, old))
+    import warnings
+
+    warnings.warn(
+        f"plugin {plugin!r} implements the deprecated hook {old!r}: implement {new} instead "
+        "(the old name goes in the next release)",
+        DeprecationWarning,
+        stacklevel=3,
+    )
 
 
 @dataclass
@@ -128,8 +136,6 @@ class Plugins:
         self.trace = trace
         self._stderr = stderr
         self.infos: dict[str, PluginInfo] = {}
-        #: the runtime these plugins serve (set by the Runtime): see :func:`current_runtime`
-        self.runtime: Any = None
         self._history: list[tuple[str, dict[str, Any]]] = []
         self._order = 0
         #: impls() per hook, dropped whenever a plugin is registered or unregistered
@@ -193,6 +199,9 @@ class Plugins:
             self._failed(info)
             return info
         info.hooks = sorted(c.name for c in self.pm.get_hookcallers(plugin) or [])
+        for old, new in DEPRECATED_HOOKS.items():
+            if old in info.hooks:
+                _warn_deprecated(name, old, new)
         self.infos[name] = info
         self._replay_history(plugin)
         return info
@@ -348,13 +357,12 @@ class Plugins:
         """Registration order; a ``tryfirst`` implementation counts as registered before every
         other and a ``trylast`` one after every other (file-based local tools use it to come
         after every packaged tool)."""
-        impls = getattr(self.pm.hook, hook).get_hookimpls()
-        return sorted(
-            impls,
-            key=lambda impl: (
-                0 if impl.tryfirst else 2 if impl.trylast else 1,
-                self._info_order(impl.plugin_name),
-            ),
+        return sorted(getattr(self.pm.hook, hook).get_hookimpls(), key=self._registration_key)
+
+    def _registration_key(self, impl: pluggy.HookImpl) -> tuple[int, int]:
+        return (
+            0 if impl.tryfirst else 2 if impl.trylast else 1,
+            self._info_order(impl.plugin_name),
         )
 
     def _info_order(self, name: str) -> int:
@@ -370,20 +378,14 @@ class Plugins:
 
     def _call(self, impl: pluggy.HookImpl, hook: str, kwargs: Mapping[str, Any]) -> Any:
         args = map(kwargs.__getitem__, impl.argnames)
-        if not self.trace and _current_runtime.get(None) is self.runtime is not None:
-            return impl.function(*args)  # already set (a hook inside a hook, a tool call)
-        token = _current_runtime.set(self.runtime)
+        if not self.trace:
+            return impl.function(*args)
+        started = time.perf_counter()
         try:
-            if not self.trace:
-                return impl.function(*args)
-            started = time.perf_counter()
-            try:
-                return impl.function(*args)
-            finally:
-                ms = (time.perf_counter() - started) * 1000
-                self.warn(f"trace: hook {hook} -> {impl.plugin_name} ({ms:.2f} ms)")
+            return impl.function(*args)
         finally:
-            _current_runtime.reset(token)
+            ms = (time.perf_counter() - started) * 1000
+            self.warn(f"trace: hook {hook} -> {impl.plugin_name} ({ms:.2f} ms)")
 
     def call_each_outcomes(
         self, hook: str, *, registration_order: bool = False, **kwargs: Any
@@ -402,6 +404,33 @@ class Plugins:
                 yield impl.plugin_name, None, exc
             else:
                 yield impl.plugin_name, value, None
+
+    def collect_outcomes(
+        self, calls: Mapping[str, Mapping[str, Any]]
+    ) -> Iterator[tuple[str, str, Any, BaseException | None]]:
+        """Registration call of several hooks as one (a hook and its deprecated alias): every
+        implementation of each ``hook`` with its ``kwargs``, all merged in registration order;
+        yields (plugin, hook, result, exception) after each."""
+        impls = sorted(
+            (
+                (hook, impl)
+                for hook in calls
+                for impl in getattr(self.pm.hook, hook).get_hookimpls()
+            ),
+            key=lambda pair: self._registration_key(pair[1]),
+        )
+        for hook, impl in impls:
+            if impl.wrapper or impl.hookwrapper:
+                continue
+            try:
+                value = self._call(impl, hook, calls[hook])
+                if value is not None and inspect.iscoroutine(value):
+                    value.close()
+                    raise TypeError(f"hook {hook!r} does not take async implementations")
+            except Exception as exc:
+                yield impl.plugin_name, hook, None, exc
+            else:
+                yield impl.plugin_name, hook, value, None
 
     def call_each(self, hook: str, **kwargs: Any) -> list[Any]:
         """Lifecycle call: every implementation in pluggy's order; a raising one is reported

@@ -1,8 +1,9 @@
 """The tool registry: which tools exist, who registered them, and which an agent is offered.
 
-Tools come from every plugin's ``tool`` hook in registration order; for a name clash the later
-registration wins and the loser is kept as *shadowed* (``tools list`` shows it). Tools may be
-registered at run time too (:meth:`Registry.register`), replacing a tool of the same name.
+Tools come from every plugin's ``register_tools`` hook (and the deprecated ``tool`` hook) in
+registration order; for a name clash the later registration wins and the loser is kept as
+*shadowed* (``tools list`` shows it). Tools may be registered at run time too
+(:meth:`Registry.register`), replacing a tool of the same name.
 
 What core needs to know about a tool it reads from the tool's declarations, never from its
 name: the permission that hides it (``Tool.permission_name``), which tools a model is offered
@@ -66,21 +67,31 @@ class Registry:
     def _build(self) -> dict[str, ToolEntry]:
         plugins = self.runtime.plugins
         entries: dict[str, ToolEntry] = {}
-        for plugin, tools in plugins.collect("tool"):
+        registered: list[Any] = []
+
+        def register(*tools: Tool) -> None:
+            registered.extend(tools)
+
+        calls = {"register_tools": {"register": register, "runtime": self.runtime}, "tool": {}}
+        for plugin, hook, value, error in plugins.collect_outcomes(calls):
+            tools, registered[:] = list(registered), []
+            if error is not None:
+                plugins.report(plugin, hook, error)
+                continue
+            if hook == "tool" and value is not None:  # the deprecated hook returns its tools
+                tools = list(value) if isinstance(value, list | tuple) else [value]
             info = plugins.infos.get(plugin)
-            if not isinstance(tools, list | tuple):
-                tools = [tools]
             for tool in tools:
                 if not isinstance(tool, Tool):
                     plugins.warn(
-                        f"plugin {plugin!r} returned {tool!r} from its tool hook, which is not a "
-                        "Tool (decorate the function with @hookcode.tool); skipped"
+                        f"plugin {plugin!r} registered {tool!r} from its {hook} hook, which is "
+                        "not a Tool (decorate the function with @hookcode.tool); skipped"
                     )
                     continue
                 if not _NAME_RE.match(tool.name or ""):
                     plugins.warn(
-                        f"plugin {plugin!r} returned a tool named {tool.name!r}, which is not a "
-                        "valid tool name (letters, digits, '_' and '-', at most 64); skipped"
+                        f"plugin {plugin!r} registered a tool named {tool.name!r}, which is not "
+                        "a valid tool name (letters, digits, '_' and '-', at most 64); skipped"
                     )
                     continue
                 self._add(entries, ToolEntry(tool, plugin, info.distribution if info else None))

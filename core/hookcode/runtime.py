@@ -5,7 +5,9 @@ from __future__ import annotations
 
 import dataclasses
 import os
+import sys
 import time
+import weakref
 from collections.abc import Callable, Mapping
 from concurrent.futures import ThreadPoolExecutor
 from contextvars import ContextVar
@@ -28,6 +30,7 @@ from hookcode.permission import (
 )
 from hookcode.plugins import Plugins, create_plugins
 from hookcode.registry import Registry
+from hookcode.stash import Stash
 from hookcode.trust import Trust, TrustStore
 
 if TYPE_CHECKING:
@@ -93,8 +96,13 @@ class Runtime:
             cwd=self.cwd,
             trusted=trusted,
         )
-        self.plugins.runtime = self  # hooks reach it through plugins.current_runtime()
-        self.events = EventBus(self.plugins)
+        #: per-run plugin state, one typed :class:`~hookcode.stash.StashKey` per kind
+        self.stash = Stash()
+        self._close_callbacks: list[Callable[[], object]] = []
+        #: runs the close callbacks once: at close(), when the runtime is collected without
+        #: one, or at interpreter exit (the one safety net; plugins register no atexit)
+        self._finalizer = weakref.finalize(self, _run_close_callbacks, self._close_callbacks)
+        self.events = EventBus(self.plugins, self)
         self.config: Config = self._load_config()
         self.registry = Registry(self)
         self.permissions = PermissionService(self)
@@ -119,7 +127,6 @@ class Runtime:
         self._next_cleanup = 0.0
         #: per-path locks every writing tool holds while it checks, asks and writes
         self.path_locks = PathLocks()
-        self._close_callbacks: list[Callable[[], object]] = []
 
     @property
     def trusted(self) -> bool:
@@ -155,7 +162,7 @@ class Runtime:
                 self.plugins.warn(warning)
         for warning in config.warnings:
             self.plugins.warn(warning)
-        self.plugins.historic("config", config=config)
+        self.plugins.historic("config", config=config, runtime=self)
         return config
 
     # -- lazily opened parts ------------------------------------------------------------------
@@ -320,7 +327,7 @@ class Runtime:
         ]
         own = Ruleset(list(rules))
         for plugin, extra in self.plugins.collect(
-            "permission_defaults", agent=spec, config=self.config
+            "permission_defaults", agent=spec, config=self.config, runtime=self
         ):
             for rule in extra:
                 if not isinstance(rule, Rule):
@@ -513,17 +520,21 @@ class Runtime:
         return record
 
     def on_close(self, callback: Callable[[], object]) -> None:
-        """Call ``callback`` when this runtime is closed (plugins stop what they started for
-        it: language servers, MCP sessions); one that raises is reported and skipped."""
+        """Call ``callback`` once when this runtime ends: at :meth:`close`, or, for a runtime
+        nobody closed, when it is garbage-collected or the interpreter exits. Plugins stop here
+        what they started for the run (persistent shells, language servers, MCP sessions);
+        their state itself lives in :attr:`stash`. Callbacks run in the order registered; one
+        that raises is reported and skipped. A callback must not hold the runtime (a bound
+        method of it, a closure over it): that would keep the runtime alive until exit."""
         self._close_callbacks.append(callback)
+        if not self._finalizer.alive:  # used again after close(): closed again at exit
+            self._finalizer = weakref.finalize(self, _run_close_callbacks, self._close_callbacks)
 
     def close(self) -> None:
-        callbacks, self._close_callbacks = self._close_callbacks, []
-        for callback in callbacks:
-            try:
-                callback()
-            except Exception as exc:
-                self.plugins.warn(f"a close callback raised: {type(exc).__name__}: {exc}")
+        """End the run: the close callbacks, then the thread pool, the process guardian (its
+        processes are killed) and the store. Closing twice is harmless."""
+        if self._finalizer.detach() is not None:
+            _run_close_callbacks(self._close_callbacks, self.plugins.warn)
         self.executor.shutdown(wait=False, cancel_futures=True)
         if self._processes is not None:
             self._processes.close()
@@ -536,6 +547,23 @@ class Runtime:
 
     def __exit__(self, *exc: object) -> None:
         self.close()
+
+
+def _run_close_callbacks(
+    callbacks: list[Callable[[], object]], warn: Callable[[str], None] | None = None
+) -> None:
+    """Run (and remove) every close callback, reporting the ones that raise. A module function
+    holding no runtime, so that :func:`weakref.finalize` can call it for a collected one."""
+    while callbacks:
+        callback = callbacks.pop(0)
+        try:
+            callback()
+        except Exception as exc:
+            line = f"a close callback raised: {type(exc).__name__}: {exc}"
+            if warn is not None:
+                warn(line)
+            else:
+                print(f"hookcode: {line}", file=sys.stderr, flush=True)
 
 
 def _plain(value: Any) -> Any:

@@ -363,7 +363,7 @@ class SessionLoop:
                 text=text, agent=self.spec.name, model=self.model_id, parts=list(files or [])
             )
             try:
-                rt.plugins.call_each("chat_message", message=message, session=session)
+                rt.plugins.call_each("chat_message", message=message, session=session, runtime=rt)
             except PromptBlocked as exc:  # a hook refused the message: it is never sent
                 result.error, result.finish = f"the message was blocked: {exc.reason}", "blocked"
                 return result
@@ -478,7 +478,11 @@ class SessionLoop:
         if not rt.plugins.has_impls("session_stop"):
             return None
         answers = rt.plugins.call_each(
-            "session_stop", session=self.session, text=self.result.text, active=self._went_on
+            "session_stop",
+            session=self.session,
+            text=self.result.text,
+            active=self._went_on,
+            runtime=rt,
         )
         said = "\n\n".join(str(a).strip() for a in answers if str(a).strip())
         if not said:
@@ -508,7 +512,12 @@ class SessionLoop:
     def _system(self, spec: AgentSpec) -> list[str]:
         parts = [spec.prompt or DEFAULT_PROMPT, self._environment(), *self._instruction_blocks()]
         self.runtime.plugins.call_each(
-            "system_prompt", parts=parts, session=self.session, agent=spec, model=self.model_id
+            "system_prompt",
+            parts=parts,
+            session=self.session,
+            agent=spec,
+            model=self.model_id,
+            runtime=self.runtime,
         )
         return parts
 
@@ -521,7 +530,12 @@ class SessionLoop:
             "options": dict(spec.options),
         }
         self.runtime.plugins.call_each(
-            "chat_params", params=params, session=self.session, agent=spec, model=model_id
+            "chat_params",
+            params=params,
+            session=self.session,
+            agent=spec,
+            model=model_id,
+            runtime=self.runtime,
         )
         return params
 
@@ -1167,7 +1181,12 @@ class SessionLoop:
         self._append(user)
         system = [spec.prompt or compaction.COMPACTION_PROMPT]
         rt.plugins.call_each(
-            "system_prompt", parts=system, session=self.session, agent=spec, model=model_id
+            "system_prompt",
+            parts=system,
+            session=self.session,
+            agent=spec,
+            model=model_id,
+            runtime=rt,
         )
         params = self._params(spec, model_id)
         msg = self._new_assistant("compaction", model_id, user.id, summary=True)

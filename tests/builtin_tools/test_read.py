@@ -109,7 +109,9 @@ def test_registered_with_camel_case_parameters(rt: Any) -> None:
     params = entry.tool.parameters
     assert set(params["properties"]) == {"filePath", "offset", "limit"}
     assert params["required"] == ["filePath"]
-    assert hookcode_tool_read.tool() == [hookcode_tool_read.read]
+    registered: list[Any] = []
+    hookcode_tool_read.register_tools(lambda *tools: registered.extend(tools))
+    assert registered == [hookcode_tool_read.read]
 
 
 def test_module_imports_only_stdlib_and_hookcode() -> None:

@@ -16,7 +16,7 @@ from hookcode import hookspecs
 
 #: the hooks of ARCHITECTURE.md's "Hookspecs" section
 REGISTRATION = [
-    "tool",
+    "register_tools",
     "provider",
     "auth",
     "agent",
@@ -44,7 +44,9 @@ LIFECYCLE = [
     "shell_env",
     "event",
 ]
-DOCUMENTED = REGISTRATION + LIFECYCLE
+#: kept for one release under their old name
+DEPRECATED = ["tool"]
+DOCUMENTED = REGISTRATION + LIFECYCLE + DEPRECATED
 FIRSTRESULT = {
     "tool_execute",
     "permission_prompt",
@@ -53,28 +55,31 @@ FIRSTRESULT = {
     "permission_plan",
 }
 HISTORIC = {"config"}
-#: the arguments ARCHITECTURE.md gives each hook (an implementation may take any subset)
+#: the arguments ARCHITECTURE.md gives each hook (an implementation may take any subset), with
+#: the runtime for the hooks that need it (issue 17)
 ARGUMENTS = {
-    "permission_defaults": ["agent", "config"],
+    "register_tools": ["register", "runtime"],
+    "tool": [],
+    "permission_defaults": ["agent", "config", "runtime"],
     "project_code": ["cwd", "worktree", "env"],
     "cli": ["app"],
-    "config": ["config"],
-    "chat_message": ["message", "session"],
-    "chat_params": ["params", "session", "agent", "model"],
-    "system_prompt": ["parts", "session", "agent", "model"],
+    "config": ["config", "runtime"],
+    "chat_message": ["message", "session", "runtime"],
+    "chat_params": ["params", "session", "agent", "model", "runtime"],
+    "system_prompt": ["parts", "session", "agent", "model", "runtime"],
     "tool_definition": ["tool_id", "definition"],
     "model_tools": ["model", "tools", "config"],
     "tool_execute_before": ["call", "ctx"],
     "tool_execute": ["call", "ctx"],
     "tool_execute_after": ["call", "result", "ctx"],
     "tool_execute_error": ["call", "error", "ctx"],
-    "permission_ask": ["request"],
+    "permission_ask": ["request", "runtime"],
     "permission_prompt": ["request"],
     "question_prompt": ["request"],
     "shell_analyze": ["command", "cwd"],
     "permission_plan": ["permission", "pattern", "ctx"],
     "shell_env": ["env", "cwd", "ctx"],
-    "event": ["event"],
+    "event": ["event", "runtime"],
 }
 SECTIONS = ("Args", "Arguments", "Returns", "Raises", "Yields", "Example", "Examples", "Note")
 

@@ -42,11 +42,11 @@ from __future__ import annotations
 
 import errno
 import os
+from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any
 
-from hookcode import ToolContext, ToolError, ToolResult, hookimpl
-from hookcode import tool as define_tool
+from hookcode import ToolContext, ToolError, ToolResult, hookimpl, tool
 
 if TYPE_CHECKING:
     from hookcode.edits import EditTransaction
@@ -103,7 +103,7 @@ Remember:
 PREFIX = "apply_patch verification failed: "
 
 
-@define_tool(
+@tool(
     name="apply_patch",
     description=DESCRIPTION,
     permission="edit",
@@ -146,8 +146,8 @@ async def apply_patch(
 
 
 @hookimpl
-def tool() -> list[Any]:
-    return [apply_patch]
+def register_tools(register: Callable[..., None]) -> None:
+    register(apply_patch)
 
 
 # ---------------------------------------------------------------------------------------------

@@ -29,15 +29,16 @@ Only the standard library and hookcode are imported here; the runner modules are
 from __future__ import annotations
 
 import contextlib
+import functools
 import threading
 import time
-import weakref
+from collections.abc import Callable
 from pathlib import Path
 from typing import Annotated, Any
 
-from hookcode import ToolContext, ToolResult, hookimpl
-from hookcode import tool as define_tool
+from hookcode import ToolContext, ToolResult, hookimpl, tool
 from hookcode.errors import ToolError
+from hookcode.stash import StashKey
 from hookcode.tools import MAX_TIMEOUT_MS
 
 __all__ = ["DEFAULT_TIMEOUT_MS", "MAX_TIMEOUT_MS", "bash", "close_shells"]
@@ -112,7 +113,7 @@ def _limits(ctx: ToolContext) -> tuple[int, int]:
 # ---------------------------------------------------------------------------------------------
 
 
-@define_tool(name="bash", description=DESCRIPTION, asks_permission=True)
+@tool(name="bash", description=DESCRIPTION, asks_permission=True)
 async def bash(
     ctx: ToolContext,
     command: Annotated[str, "The command to execute"],
@@ -433,23 +434,21 @@ class _Slot:
         self.told = False  # the model was already told that this slot's shell is gone
 
 
-_SHELLS: weakref.WeakKeyDictionary[Any, dict[str, _Slot]] = weakref.WeakKeyDictionary()
+#: the persistent shells of a runtime, per session id
+_SHELLS = StashKey[dict[str, _Slot]]()
 _SHELLS_LOCK = threading.Lock()
-_atexit_registered = False
+
+
+def _slots(runtime: Any) -> dict[str, _Slot] | None:
+    return runtime.stash.get(_SHELLS, None)
 
 
 def _slot(ctx: ToolContext) -> _Slot:
-    global _atexit_registered
     with _SHELLS_LOCK:
-        slots = _SHELLS.get(ctx.runtime)
+        slots = _slots(ctx.runtime)
         if slots is None:
-            slots = _SHELLS[ctx.runtime] = {}
-            weakref.finalize(ctx.runtime, _close_slots, slots)
-        if not _atexit_registered:
-            import atexit
-
-            atexit.register(_close_all)
-            _atexit_registered = True
+            slots = ctx.runtime.stash[_SHELLS] = {}
+            ctx.runtime.on_close(functools.partial(_close_slots, slots))
         slot = slots.get(ctx.session_id)
         if slot is None:
             slot = slots[ctx.session_id] = _Slot()
@@ -465,17 +464,10 @@ def _close_slots(slots: dict[str, _Slot]) -> None:
     slots.clear()
 
 
-def _close_all() -> None:
-    with _SHELLS_LOCK:
-        every = list(_SHELLS.values())
-    for slots in every:
-        _close_slots(slots)
-
-
 def close_shells(runtime: Any, session_id: str | None = None) -> None:
     """Stop the persistent shells of ``runtime`` (one session's, or all)."""
     with _SHELLS_LOCK:
-        slots = _SHELLS.get(runtime)
+        slots = _slots(runtime)
     if not slots:
         return
     if session_id is None:
@@ -486,13 +478,12 @@ def close_shells(runtime: Any, session_id: str | None = None) -> None:
 
 def persistent_shell_pid(runtime: Any, session_id: str) -> int | None:
     """The pid of a session's persistent shell, if one runs (for tests and diagnostics)."""
-    slots = _SHELLS.get(runtime) or {}
-    slot = slots.get(session_id)
+    slot = (_slots(runtime) or {}).get(session_id)
     if slot is None or slot.shell is None or not slot.shell.alive():
         return None
     return int(slot.shell.pid)
 
 
 @hookimpl
-def tool() -> list[Any]:
-    return [bash]
+def register_tools(register: Callable[..., None]) -> None:
+    register(bash)

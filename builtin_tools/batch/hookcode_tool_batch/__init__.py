@@ -15,6 +15,7 @@ result (or error) in a ``<tool_result>`` block, in call order.
 from __future__ import annotations
 
 import time
+from collections.abc import Callable
 from typing import Any
 
 from hookcode import Tool, ToolContext, ToolResult, hookimpl
@@ -203,5 +204,5 @@ batch = BatchTool()
 
 
 @hookimpl
-def tool() -> list[Any]:
-    return [batch]
+def register_tools(register: Callable[..., None]) -> None:
+    register(batch)

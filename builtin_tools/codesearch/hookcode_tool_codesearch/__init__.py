@@ -7,10 +7,10 @@ or ``[experimental] exa = true``. The Exa client is ``websearch``'s
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Annotated, Any
 
-from hookcode import ToolContext, ToolResult, hookimpl
-from hookcode import tool as define_tool
+from hookcode import ToolContext, ToolResult, hookimpl, tool
 from hookcode_tool_websearch import ENABLE_ENV, Range
 
 __all__ = ["DEFAULT_TOKENS", "TIMEOUT", "codesearch"]
@@ -38,7 +38,7 @@ Usage notes:
   - Best for finding code examples, implementation patterns, and usage guidance"""
 
 
-@define_tool(
+@tool(
     name="codesearch",
     description=DESCRIPTION,
     asks_permission=True,
@@ -76,8 +76,8 @@ async def codesearch(
 
 
 @hookimpl
-def tool() -> list[Any]:
-    return [codesearch]
+def register_tools(register: Callable[..., None]) -> None:
+    register(codesearch)
 
 
 def __getattr__(name: str) -> Any:

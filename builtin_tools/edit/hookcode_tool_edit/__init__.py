@@ -23,6 +23,7 @@ applies several edits in memory before one ask and one write.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any
 
@@ -110,8 +111,8 @@ async def edit(
 
 
 @hookimpl
-def tool() -> list[Any]:
-    return [edit]
+def register_tools(register: Callable[..., None]) -> None:
+    register(edit)
 
 
 # ---------------------------------------------------------------------------------------------

@@ -11,11 +11,11 @@ symlinks not followed. Paths the ``read`` rules deny are left out before anythin
 from __future__ import annotations
 
 import os
+from collections.abc import Callable
 from pathlib import Path
-from typing import Annotated, Any
+from typing import Annotated
 
-from hookcode import ToolContext, ToolError, ToolResult, hookimpl
-from hookcode import tool as define_tool
+from hookcode import ToolContext, ToolError, ToolResult, hookimpl, tool
 
 LIMIT = 100
 
@@ -30,7 +30,7 @@ Fast file pattern matching that works with any codebase size.
   tool instead"""
 
 
-@define_tool(name="glob", description=DESCRIPTION, asks_permission=True)
+@tool(name="glob", description=DESCRIPTION, asks_permission=True)
 async def glob(
     ctx: ToolContext,
     pattern: Annotated[str, "The glob pattern to match files against"],
@@ -103,5 +103,5 @@ def _relative(worktree: Path, path: Path) -> str:
 
 
 @hookimpl
-def tool() -> list[Any]:
-    return [glob]
+def register_tools(register: Callable[..., None]) -> None:
+    register(glob)

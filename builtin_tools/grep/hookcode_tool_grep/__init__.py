@@ -20,8 +20,7 @@ import os
 from collections.abc import Callable
 from typing import Annotated, Any
 
-from hookcode import ToolContext, ToolResult, hookimpl
-from hookcode import tool as define_tool
+from hookcode import ToolContext, ToolResult, hookimpl, tool
 from hookcode.errors import PermissionDenied
 
 LIMIT = 100
@@ -50,7 +49,7 @@ _INCLUDE_TYPE = "hookcodeinclude"
 _DROP, _COUNT, _KEEP = 0, 1, 2  # what happens to the matches of the file being read
 
 
-@define_tool(name="grep", description=DESCRIPTION, asks_permission=True)
+@tool(name="grep", description=DESCRIPTION, asks_permission=True)
 async def grep(
     ctx: ToolContext,
     pattern: Annotated[str, "The regex pattern to search for in file contents"],
@@ -280,5 +279,5 @@ def _text(field: dict[str, str], *, path: bool = False) -> str:
 
 
 @hookimpl
-def tool() -> list[Any]:
-    return [grep]
+def register_tools(register: Callable[..., None]) -> None:
+    register(grep)

@@ -13,10 +13,10 @@ from __future__ import annotations
 
 import os
 import posixpath
-from typing import Annotated, Any
+from collections.abc import Callable
+from typing import Annotated
 
-from hookcode import ToolContext, ToolResult, hookimpl
-from hookcode import tool as define_tool
+from hookcode import ToolContext, ToolResult, hookimpl, tool
 
 LIMIT = 100
 
@@ -44,7 +44,7 @@ def ignore_globs(extra: list[str] | None = None) -> list[str]:
     return globs + [f"!{pattern}" for pattern in extra or []]
 
 
-@define_tool(name="list", description=DESCRIPTION, asks_permission=True)
+@tool(name="list", description=DESCRIPTION, asks_permission=True)
 async def list_(
     ctx: ToolContext,
     path: Annotated[
@@ -105,5 +105,5 @@ def render_tree(paths: list[str]) -> str:
 
 
 @hookimpl
-def tool() -> list[Any]:
-    return [list_]
+def register_tools(register: Callable[..., None]) -> None:
+    register(list_)

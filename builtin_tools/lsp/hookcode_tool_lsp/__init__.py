@@ -45,6 +45,9 @@ from typing import TYPE_CHECKING, Annotated, Any, Literal
 from hookcode import ToolContext, ToolError, ToolResult, hookimpl, tool
 
 if TYPE_CHECKING:
+    from collections.abc import Callable
+
+    from hookcode.runtime import Runtime
     from hookcode.tools import ToolCall
 
 __all__ = ["lsp"]
@@ -216,17 +219,12 @@ def _denied_location(item: Any, rules: Any) -> bool:
 
 
 @hookimpl
-def tool() -> list[Any]:
-    from hookcode.plugins import current_runtime
-
-    runtime = current_runtime()
-    config = getattr(runtime, "config", None) if runtime is not None else None
+def register_tools(register: Callable[..., None], runtime: Runtime) -> None:
     # no [lsp] section means the defaults (enabled): then neither the server manager nor the
     # config model is needed to answer (this hook runs on every start-up)
-    section = config.section("lsp") if config is not None else None
-    if section is not None and not section.enabled:
-        return []
-    return [lsp]
+    section: Any = runtime.config.section("lsp")
+    if section is None or section.enabled:
+        register(lsp)
 
 
 @hookimpl

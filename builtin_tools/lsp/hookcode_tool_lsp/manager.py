@@ -4,8 +4,8 @@ The CLI runs one ``asyncio.run`` per command and the agent loop may run several,
 pipes cannot belong to the caller's loop: one daemon thread runs an event loop that owns every
 server of the process; callers reach it with ``run_coroutine_threadsafe`` (:func:`call` from
 async code). Servers start lazily, one per (server, workspace root); a server that died is
-started again on its next use; all of them are shut down when their runtime is closed
-(``Runtime.on_close``) or garbage-collected, at exit (``atexit``), or by :func:`close_all`.
+started again on its next use; all of them are shut down when their runtime ends (``Runtime.on_close``: closed,
+garbage-collected or at exit), or by :func:`close_all`.
 
 Which servers handle a file: the ``[lsp.servers.NAME]`` tables whose ``extensions`` match it;
 for an extension no configured server covers, the first built-in default found (Python:
@@ -17,7 +17,6 @@ the running interpreter, where ``pip install basedpyright`` puts its script).
 from __future__ import annotations
 
 import asyncio
-import atexit
 import concurrent.futures
 import contextlib
 import os
@@ -33,6 +32,7 @@ from pathlib import Path
 from typing import Any, TypeVar
 
 from hookcode.background import BackgroundLoop
+from hookcode.stash import StashKey
 
 from hookcode_tool_lsp.client import LspClient, LspError, ServerGone
 
@@ -197,29 +197,27 @@ async def call(coro: Coroutine[Any, Any, T]) -> T:
 # one manager per runtime
 # ---------------------------------------------------------------------------------------------
 
-_MANAGERS: weakref.WeakKeyDictionary[Any, Manager] = weakref.WeakKeyDictionary()
+#: the runtime's manager
+_MANAGER = StashKey["Manager"]()
 _ALL: weakref.WeakSet[Manager] = weakref.WeakSet()
 _MANAGERS_LOCK = threading.Lock()
 
 
 def manager_for(runtime: Any) -> Manager:
-    """The runtime's manager (made on first use; closed when the runtime is collected)."""
+    """The runtime's manager (made on first use; its servers shut down when the runtime
+    ends: closed, collected or at exit, through ``runtime.on_close``)."""
     with _MANAGERS_LOCK:
-        manager = _MANAGERS.get(runtime)
+        manager = runtime.stash.get(_MANAGER, None)
         if manager is None:
-            manager = Manager.from_runtime(runtime)
-            _MANAGERS[runtime] = manager
+            manager = runtime.stash[_MANAGER] = Manager.from_runtime(runtime)
             _ALL.add(manager)
-            on_close = getattr(runtime, "on_close", None)
-            if on_close is not None:
-                on_close(manager.close_now)
-            weakref.finalize(runtime, manager.close_soon)
+            runtime.on_close(manager.close_now)
         return manager
 
 
 def close_all(timeout: float = CLOSE_TIMEOUT, *, final: bool = False) -> None:
-    """Shut every server of every manager down; a later use starts them again unless
-    ``final`` (at exit: registered with ``atexit``)."""
+    """Shut every server of every manager in this process down; a later use starts them
+    again unless ``final``."""
     if not _LOOP.started:
         return
     managers = list(_ALL)
@@ -232,9 +230,6 @@ def close_all(timeout: float = CLOSE_TIMEOUT, *, final: bool = False) -> None:
     future = submit(close())
     with contextlib.suppress(Exception):
         future.result(timeout)
-
-
-atexit.register(close_all, final=True)
 
 
 class Manager:

@@ -15,6 +15,7 @@ metadata: ``results`` (per edit: ``additions``, ``deletions``) plus ``edit``'s f
 # No ``from __future__ import annotations`` here: on Python 3.11 a TypedDict only sees
 # ``NotRequired`` in real (not string) annotations.
 
+from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any, NotRequired, TypedDict
 
@@ -136,8 +137,8 @@ async def multiedit(
 
 
 @hookimpl
-def tool() -> list[Any]:
-    return [multiedit]
+def register_tools(register: Callable[..., None]) -> None:
+    register(multiedit)
 
 
 def _apply_all(tx: "EditTransaction", path: Path, edits: list[EditItem]) -> list[dict[str, int]]:

@@ -13,6 +13,7 @@ The ``plan_enter`` / ``plan_exit`` rules only hide the tools (build may enter, p
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 from hookcode import Tool, ToolContext, ToolError, ToolResult, hookimpl
@@ -132,5 +133,5 @@ class PlanEnter(Tool):
 
 
 @hookimpl
-def tool() -> list[Any]:
-    return [PlanEnter(), PlanExit()]
+def register_tools(register: Callable[..., None]) -> None:
+    register(PlanEnter(), PlanExit())

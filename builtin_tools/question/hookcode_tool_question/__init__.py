@@ -18,6 +18,7 @@ tool asks for no permission itself.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 from hookcode import Tool, ToolContext, ToolError, ToolResult, hookimpl
@@ -133,5 +134,5 @@ class QuestionTool(Tool):
 
 
 @hookimpl
-def tool() -> list[Any]:
-    return [QuestionTool()]
+def register_tools(register: Callable[..., None]) -> None:
+    register(QuestionTool())

@@ -20,10 +20,9 @@ Decisions where the reference leaves room:
   is the working directory or one of its ancestors up to the worktree. Those are the directories
   whose instruction files the system prompt already carries (the "global" ones), so they are
   never repeated here; a file outside the project gets none. Paths are real paths.
-- "Already loaded in this session" is a per-session set kept per runtime (a WeakKeyDictionary
-  keyed by the runtime, so it dies with it; no state on the runtime object itself), seeded the
-  first time from the ``loaded`` metadata of the session's stored ``read`` parts, so a resumed
-  session does not get them again. A path is claimed before the result is returned, so
+- "Already loaded in this session" is a per-session set kept in the runtime's stash (so it
+  dies with the runtime), seeded the first time from the ``loaded`` metadata of the session's
+  stored ``read`` parts, so a resumed session does not get them again. A path is claimed before the result is returned, so
   parallel reads in one session attach it once.
 - Directory entries are sorted case-insensitively (ties by code point), approximating the
   reference's locale order independently of the process locale. Entries the ``read`` rules
@@ -36,12 +35,13 @@ from __future__ import annotations
 import os
 import stat
 import threading
-import weakref
+from collections.abc import Callable
 from pathlib import Path
-from typing import Annotated, Any
+from typing import Annotated
 
 from hookcode import Attachment, ToolContext, ToolError, ToolResult, hookimpl, tool
 from hookcode.errors import ToolAborted
+from hookcode.stash import StashKey
 
 __all__ = ["read"]
 
@@ -220,8 +220,8 @@ def read(
 
 
 @hookimpl
-def tool() -> list[Any]:
-    return [read]
+def register_tools(register: Callable[..., None]) -> None:
+    register(read)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -449,15 +449,14 @@ def _read_text(path: Path, start: int, count: int, ctx: ToolContext) -> _Text:
 # instruction files
 # ---------------------------------------------------------------------------------------------
 
-_LOADED: weakref.WeakKeyDictionary[Any, dict[str, set[str]]] = weakref.WeakKeyDictionary()
+#: per session id: the instruction files already given to it
+_LOADED = StashKey[dict[str, set[str]]]()
 _LOADED_LOCK = threading.Lock()
 
 
 def _loaded(ctx: ToolContext) -> set[str]:
     """The instruction files already given to this session (call with _LOADED_LOCK held)."""
-    sessions = _LOADED.get(ctx.runtime)
-    if sessions is None:
-        sessions = _LOADED[ctx.runtime] = {}
+    sessions = ctx.runtime.stash.setdefault(_LOADED, {})
     seen = sessions.get(ctx.session_id)
     if seen is None:
         seen = sessions[ctx.session_id] = set()

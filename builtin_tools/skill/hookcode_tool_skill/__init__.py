@@ -42,6 +42,10 @@ from typing import TYPE_CHECKING, Any
 from hookcode import Tool, ToolContext, ToolError, ToolResult, hookimpl
 
 if TYPE_CHECKING:
+    from collections.abc import Callable
+
+    from hookcode.runtime import Runtime
+
     from hookcode_tool_skill._discovery import Skill
 
 FILE_SAMPLE = 10
@@ -157,12 +161,7 @@ class SkillTool(Tool):
         self._runtime_ref = weakref.ref(runtime) if runtime is not None else None
 
     def _runtime(self) -> Any:
-        from hookcode.plugins import current_runtime
-
-        runtime = current_runtime()
-        if runtime is None and self._runtime_ref is not None:
-            runtime = self._runtime_ref()
-        return runtime
+        return self._runtime_ref() if self._runtime_ref is not None else None
 
     def _build_model(self) -> Any:
         from pydantic import BaseModel, ConfigDict, Field
@@ -235,10 +234,8 @@ class SkillTool(Tool):
 
 
 @hookimpl
-def tool() -> list[Any]:
-    from hookcode.plugins import current_runtime
-
-    return [SkillTool(current_runtime())]
+def register_tools(register: Callable[..., None], runtime: Runtime) -> None:
+    register(SkillTool(runtime))
 
 
 @hookimpl
@@ -257,16 +254,12 @@ def project_code(cwd: Path, worktree: Path, env: Any) -> list[str]:
 
 
 @hookimpl
-def permission_defaults(agent: Any, config: Any) -> list[Any]:
+def permission_defaults(runtime: Runtime) -> list[Any]:
     """Every skill directory (as found and as resolved) may be read without asking."""
     from hookcode.permission import Rule
-    from hookcode.plugins import current_runtime
 
     from hookcode_tool_skill._discovery import discover
 
-    runtime = current_runtime()
-    if runtime is None:
-        return []
     dirs: dict[str, None] = {}
     for skill in discover(runtime).skills.values():
         dirs[skill.dir.as_posix()] = None
@@ -275,12 +268,7 @@ def permission_defaults(agent: Any, config: Any) -> list[Any]:
 
 
 @hookimpl
-def system_prompt(parts: list[str], session: Any, agent: Any, model: str) -> None:
-    from hookcode.plugins import current_runtime
-
-    runtime = current_runtime()
-    if runtime is None:
-        return
+def system_prompt(parts: list[str], session: Any, agent: Any, runtime: Runtime) -> None:
     session_id = getattr(session, "id", None)
     ruleset = runtime.ruleset(agent.name, session_id, approvals=False)
     if ruleset.disabled("skill"):

@@ -19,10 +19,11 @@ from __future__ import annotations
 
 import os
 import re
-import weakref
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
+
+from hookcode.stash import StashKey
 
 
 @dataclass
@@ -43,7 +44,8 @@ class Discovery:
     warnings: list[str]
 
 
-_cache: weakref.WeakKeyDictionary[Any, Discovery] = weakref.WeakKeyDictionary()
+#: the runtime's skills, found on first use
+_DISCOVERY = StashKey[Discovery]()
 
 
 # ---------------------------------------------------------------------------------------------
@@ -53,10 +55,9 @@ _cache: weakref.WeakKeyDictionary[Any, Discovery] = weakref.WeakKeyDictionary()
 
 def discover(runtime: Any) -> Discovery:
     """The runtime's skills (computed once per runtime)."""
-    found = _cache.get(runtime)
+    found = runtime.stash.get(_DISCOVERY, None)
     if found is None:
-        found = _discover(runtime)
-        _cache[runtime] = found
+        found = runtime.stash[_DISCOVERY] = _discover(runtime)
         for line in found.warnings:
             runtime.plugins.warn(line)
     return found

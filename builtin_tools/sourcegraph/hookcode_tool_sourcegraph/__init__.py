@@ -14,10 +14,10 @@ Only the standard library and hookcode are imported here; httpx when a search is
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Annotated, Any
 
-from hookcode import ToolContext, ToolError, ToolResult, hookimpl
-from hookcode import tool as define_tool
+from hookcode import ToolContext, ToolError, ToolResult, hookimpl, tool
 
 __all__ = [
     "DEFAULT_URL",
@@ -94,7 +94,7 @@ TIPS:
 - Use type:symbol to find where functions or classes are defined"""
 
 
-@define_tool(name="sourcegraph", description=DESCRIPTION, asks_permission=True)
+@tool(name="sourcegraph", description=DESCRIPTION, asks_permission=True)
 async def sourcegraph(
     ctx: ToolContext,
     query: Annotated[str, "The Sourcegraph search query"],
@@ -271,5 +271,5 @@ def _snippet(match: dict[str, Any], lines: list[str] | None, context_window: int
 
 
 @hookimpl
-def tool() -> list[Any]:
-    return [sourcegraph]
+def register_tools(register: Callable[..., None]) -> None:
+    register(sourcegraph)

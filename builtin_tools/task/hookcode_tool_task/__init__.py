@@ -12,9 +12,14 @@ computed when the definitions are built for that agent (:meth:`TaskTool.definiti
 
 from __future__ import annotations
 
-from typing import Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any
 
 from hookcode import Tool, ToolContext, ToolResult, hookimpl
+
+if TYPE_CHECKING:
+    from collections.abc import Callable
+
+    from hookcode.runtime import Runtime
 
 #: the permissions a child session may never use (tools.md §16)
 CHILD_DENIES = ("todowrite", "todoread")
@@ -68,7 +73,7 @@ class TaskTool(Tool):
 
         super().__init__()
         self.description = DESCRIPTION.format(agents="(the sub-agents of the calling agent)")
-        #: the runtime this instance serves (the ``tool`` hook builds one per runtime)
+        #: the runtime this instance serves (``register_tools`` builds one per runtime)
         self._runtime_ref = weakref.ref(runtime) if runtime is not None else None
 
     # -- the description, per calling agent ---------------------------------------------------
@@ -77,10 +82,8 @@ class TaskTool(Tool):
     ) -> dict[str, Any]:
         """The definition as ``agent`` sees it: the sub-agents its ``task`` rules allow
         (called by :meth:`hookcode.registry.Registry.definitions`)."""
-        from hookcode.plugins import current_runtime
-
         definition = self.definition()
-        runtime = self._runtime_ref() if self._runtime_ref is not None else current_runtime()
+        runtime = self._runtime_ref() if self._runtime_ref is not None else None
         if runtime is not None:
             definition["description"] = describe(runtime, agent, session_id)
         return definition
@@ -227,7 +230,5 @@ def _roll_up(runtime: Any, parent_id: str, loop: Any) -> None:
 
 
 @hookimpl
-def tool() -> list[Any]:
-    from hookcode.plugins import current_runtime
-
-    return [TaskTool(current_runtime())]
+def register_tools(register: Callable[..., None], runtime: Runtime) -> None:
+    register(TaskTool(runtime))

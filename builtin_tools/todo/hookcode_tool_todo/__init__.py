@@ -8,6 +8,7 @@ title ``<k> todos`` (k = items not completed) and metadata ``todos``. ``status``
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 from hookcode import Tool, ToolContext, ToolError, ToolResult, hookimpl
@@ -124,5 +125,5 @@ class TodoRead(Tool):
 
 
 @hookimpl
-def tool() -> list[Any]:
-    return [TodoWrite(), TodoRead()]
+def register_tools(register: Callable[..., None]) -> None:
+    register(TodoWrite(), TodoRead())

@@ -18,10 +18,10 @@ markdownify are imported when a fetch needs them.
 
 from __future__ import annotations
 
-from typing import Annotated, Any, Literal
+from collections.abc import Callable
+from typing import Annotated, Literal
 
-from hookcode import ToolContext, ToolError, ToolResult, hookimpl
-from hookcode import tool as define_tool
+from hookcode import ToolContext, ToolError, ToolResult, hookimpl, tool
 
 __all__ = [
     "DEFAULT_TIMEOUT",
@@ -54,7 +54,7 @@ targeted to the task, or has fewer restrictions, prefer using that tool instead 
   - Large results are truncated; the full output is saved to a file you can read"""
 
 
-@define_tool(name="webfetch", description=DESCRIPTION, asks_permission=True)
+@tool(name="webfetch", description=DESCRIPTION, asks_permission=True)
 async def webfetch(
     ctx: ToolContext,
     url: Annotated[str, "The URL to fetch content from"],
@@ -79,5 +79,5 @@ async def webfetch(
 
 
 @hookimpl
-def tool() -> list[Any]:
-    return [webfetch]
+def register_tools(register: Callable[..., None]) -> None:
+    register(webfetch)

@@ -8,10 +8,10 @@ or ``[experimental] exa = true`` (ARCHITECTURE.md, Settled points). The Exa clie
 from __future__ import annotations
 
 import datetime
+from collections.abc import Callable
 from typing import Annotated, Any, Literal
 
-from hookcode import ToolContext, ToolResult, hookimpl
-from hookcode import tool as define_tool
+from hookcode import ToolContext, ToolResult, hookimpl, tool
 
 __all__ = ["DEFAULT_NUM_RESULTS", "TIMEOUT", "websearch"]
 
@@ -71,7 +71,7 @@ current events
 "latest AI news {year}", NOT "latest AI news {year - 1}\""""
 
 
-@define_tool(
+@tool(
     name="websearch",
     description=_description(),
     asks_permission=True,
@@ -133,5 +133,5 @@ async def websearch(
 
 
 @hookimpl
-def tool() -> list[Any]:
-    return [websearch]
+def register_tools(register: Callable[..., None]) -> None:
+    register(websearch)

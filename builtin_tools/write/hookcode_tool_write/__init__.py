@@ -19,8 +19,9 @@ new file gets the content as given, parents created, the umask's default mode.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated, Any
+from typing import TYPE_CHECKING, Annotated
 
 from hookcode import ToolContext, ToolError, ToolResult, hookimpl, tool
 
@@ -75,8 +76,8 @@ async def write(
 
 
 @hookimpl
-def tool() -> list[Any]:
-    return [write]
+def register_tools(register: Callable[..., None]) -> None:
+    register(write)
 
 
 def _write(tx: EditTransaction, path: Path, content: str) -> bool:

@@ -67,6 +67,9 @@ def build_app(options: GlobalOptions) -> typer.Typer:
         """hookcode: a plugin-first framework for AI coding agents."""
         if cwd is not None and not Path(cwd).is_dir():
             raise fail(f"-C {cwd}: no such directory")
+        # the command's runtime (if it built one) ends with the command, however it ends:
+        # its close callbacks stop what plugins started (shells, language servers)
+        ctx.call_on_close(state.close)
         if ctx.invoked_subcommand is None:
             from hookcode.cli.sessions import start_chat
 

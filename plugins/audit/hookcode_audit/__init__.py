@@ -46,18 +46,17 @@ from __future__ import annotations
 import os
 import threading
 import time
-import weakref
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from hookcode import hookimpl
 from hookcode.errors import HookcodeError
-from hookcode.plugins import current_runtime
+from hookcode.stash import StashKey
 
 if TYPE_CHECKING:
     import typer
-    from hookcode import ToolCall, ToolContext, ToolResult
+    from hookcode import Runtime, ToolCall, ToolContext, ToolResult
     from hookcode.events import Event
     from pydantic import BaseModel
 
@@ -150,7 +149,8 @@ class _State:
         self.runtime.plugins.warn(f"audit: {message}")
 
 
-_STATES: weakref.WeakKeyDictionary[Any, _State | None] = weakref.WeakKeyDictionary()
+#: the runtime's audit state (None when auditing is off)
+_STATE = StashKey["_State | None"]()
 _STATES_LOCK = threading.Lock()
 
 
@@ -158,15 +158,14 @@ def _state(runtime: Any) -> _State | None:
     """The runtime's audit state; None when auditing is off (or there is no runtime)."""
     if runtime is None:
         return None
-    try:
-        return _STATES[runtime]
-    except KeyError:
-        pass
+    stash = runtime.stash
+    if _STATE in stash:
+        return stash[_STATE]
     with _STATES_LOCK:
-        if runtime not in _STATES:
+        if _STATE not in stash:
             settings = _settings(runtime.config)
-            _STATES[runtime] = _State(runtime, settings) if settings.enabled else None
-        return _STATES[runtime]
+            stash[_STATE] = _State(runtime, settings) if settings.enabled else None
+        return stash[_STATE]
 
 
 # ---------------------------------------------------------------------------------------------
@@ -232,11 +231,11 @@ def tool_execute_error(call: ToolCall, error: BaseException, ctx: ToolContext) -
 
 
 @hookimpl
-def event(event: Event) -> None:
+def event(event: Event, runtime: Runtime) -> None:
     kind = event.type
     if not kind.startswith(("tool.completed", "tool.failed", "permission.")):
         return
-    state = _state(current_runtime())
+    state = _state(runtime)
     if state is None:
         return
     props = event.properties

@@ -47,15 +47,14 @@ hits: a wrapper always runs the rest of the chain).
 from __future__ import annotations
 
 import threading
-import weakref
 from collections.abc import Generator
 from typing import TYPE_CHECKING, Any
 
 from hookcode import hookimpl
-from hookcode.plugins import current_runtime
+from hookcode.stash import StashKey
 
 if TYPE_CHECKING:
-    from hookcode import ToolCall, ToolContext, ToolResult
+    from hookcode import Runtime, ToolCall, ToolContext, ToolResult
     from hookcode.events import Event
     from hookcode.permission import PermissionRequest
     from pydantic import BaseModel
@@ -76,7 +75,8 @@ DEFAULT_TTL = {"grep": 30.0, "glob": 30.0, "list": 30.0}
 FALLBACK_TTL = 300.0
 
 
-_CACHES: weakref.WeakKeyDictionary[Any, _Cache | None] = weakref.WeakKeyDictionary()
+#: the runtime's cache (None while ``[cache] tools`` names nothing)
+_CACHE = StashKey["_Cache | None"]()
 _CACHES_LOCK = threading.Lock()
 
 
@@ -84,21 +84,20 @@ def _cache(runtime: Any) -> _Cache | None:
     """The runtime's cache; None while ``[cache] tools`` names nothing."""
     if runtime is None:
         return None
-    try:
-        return _CACHES[runtime]
-    except KeyError:
-        pass
+    stash = runtime.stash
+    if _CACHE in stash:
+        return stash[_CACHE]
     with _CACHES_LOCK:
-        if runtime not in _CACHES:
+        if _CACHE not in stash:
             section = runtime.config.section("cache")
             if section and section.tools:
                 # the cache's classes are imported only where it is on
                 from hookcode_cache._lru import _Cache
 
-                _CACHES[runtime] = _Cache(runtime, section)
+                stash[_CACHE] = _Cache(runtime, section)
             else:
-                _CACHES[runtime] = None
-        return _CACHES[runtime]
+                stash[_CACHE] = None
+        return stash[_CACHE]
 
 
 def stats(runtime: Any) -> dict[str, int]:
@@ -171,9 +170,9 @@ async def serve_hits(call: ToolCall, ctx: ToolContext) -> ToolResult | None:
 
 
 @hookimpl
-def permission_ask(request: PermissionRequest) -> None:
+def permission_ask(request: PermissionRequest, runtime: Runtime) -> None:
     """Abstain; remember what a call being planned asks, to replay it on hits."""
-    cache = _cache(current_runtime())
+    cache = _cache(runtime)
     if cache is None:
         return None
     plan = cache.pending.get(str(request.tool.get("call_id")))
@@ -184,11 +183,11 @@ def permission_ask(request: PermissionRequest) -> None:
 
 
 @hookimpl
-def event(event: Event) -> None:
+def event(event: Event, runtime: Runtime) -> None:
     kind = event.type
     if kind not in ("file.edited", "tool.completed", "tool.failed"):
         return
-    cache = _cache(current_runtime())
+    cache = _cache(runtime)
     if cache is None:
         return
     props = event.properties

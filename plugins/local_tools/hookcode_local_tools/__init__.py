@@ -28,29 +28,26 @@ from typing import TYPE_CHECKING
 from hookcode import hookimpl
 
 if TYPE_CHECKING:
-    from collections.abc import Mapping
+    from collections.abc import Callable, Mapping
     from pathlib import Path
 
-    from hookcode.tools import Tool
+    from hookcode.runtime import Runtime
 
-__all__ = ["project_code", "tool"]
+__all__ = ["project_code", "register_tools"]
 
 
 @hookimpl(trylast=True)
-def tool() -> list[Tool]:
-    from hookcode.plugins import current_runtime
-
-    runtime = current_runtime()
-    if runtime is None:  # plugins not owned by a runtime: no project to look in
-        return []
+def register_tools(register: Callable[..., None], runtime: Runtime) -> None:
     from hookcode_local_tools.loader import load_tools
 
-    return load_tools(
-        runtime.cwd,
-        runtime.worktree,
-        runtime.env,
-        warn=runtime.plugins.warn,
-        trusted=runtime.trusted,
+    register(
+        *load_tools(
+            runtime.cwd,
+            runtime.worktree,
+            runtime.env,
+            warn=runtime.plugins.warn,
+            trusted=runtime.trusted,
+        )
     )
 
 

@@ -40,9 +40,10 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from hookcode import hookimpl
-from hookcode.plugins import current_runtime
 
 if TYPE_CHECKING:
+    from collections.abc import Callable
+
     import typer
     from hookcode.permission import Rule
     from hookcode.runtime import Runtime
@@ -86,7 +87,7 @@ def apply_pending(runtime: Runtime) -> list[str]:
 
 
 def close(runtime: Runtime) -> None:
-    """Stop the sessions (and server processes) of a runtime; they also stop at exit."""
+    """Stop the sessions (and server processes) of a runtime; they also stop when it ends."""
     if _configured(runtime.config):
         manager(runtime).close()
 
@@ -104,11 +105,10 @@ def config_schema() -> dict[str, Any]:
 
 
 @hookimpl
-def tool() -> list[Any]:
-    runtime = current_runtime()
-    if runtime is None or not _configured(runtime.config):
-        return []  # nothing configured: no thread, no SDK import
-    return manager(runtime).tools()
+def register_tools(register: Callable[..., None], runtime: Runtime) -> None:
+    if not _configured(runtime.config):
+        return  # nothing configured: no thread, no SDK import
+    register(*manager(runtime).tools())
 
 
 @hookimpl
@@ -125,25 +125,24 @@ def permission_defaults(agent: Any, config: Any) -> list[Rule]:
 
 
 @hookimpl
-def chat_message(message: Any, session: Any) -> None:
-    _apply_here()
+def chat_message(runtime: Runtime) -> None:
+    _apply_here(runtime)
 
 
 @hookimpl
-def system_prompt(parts: list[str], session: Any, agent: Any, model: str) -> None:
-    _apply_here()
+def system_prompt(runtime: Runtime) -> None:
+    _apply_here(runtime)
 
 
-def _apply_here() -> None:
+def _apply_here(runtime: Runtime) -> None:
     """Before a model request: take re-listed tools into the registry (on the runtime's own
     thread: the registry is never touched from the MCP loop)."""
     import sys
 
-    runtime = current_runtime()
     client = sys.modules.get("hookcode_mcp._client")
-    if runtime is None or client is None:  # no server was ever started otherwise
+    if client is None:  # no server was ever started otherwise
         return
-    found = client._MANAGERS.get(runtime)
+    found = client.existing_manager(runtime)
     if found is not None:
         found.apply_pending()
 

@@ -5,8 +5,8 @@ sessions cannot live on the caller's loop: one daemon thread runs an event loop 
 every session of every runtime in this process. Each server has one task that enters the
 transport and the ``ClientSession`` and stays inside them until the server is closed (anyio's
 cancel scopes must be left by the task that entered them). Tool calls reach that loop with
-``run_coroutine_threadsafe``; the sessions are closed at exit (``atexit``) or by
-:meth:`Manager.close`.
+``run_coroutine_threadsafe``; the sessions are closed when their runtime ends
+(``runtime.on_close``: closed, collected or at exit) or by :meth:`Manager.close`.
 
 A server whose connection is lost after it connected (its process exited, a remote server
 closed the connection) is started again by the next call of one of its tools, as the lsp tool
@@ -20,7 +20,6 @@ The ``mcp`` SDK is imported here, and this module only when a server is configur
 from __future__ import annotations
 
 import asyncio
-import atexit
 import contextlib
 import os
 import threading
@@ -33,6 +32,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 
 from hookcode.background import BackgroundLoop
 from hookcode.errors import ToolError, ToolTimeout
+from hookcode.stash import StashKey
 
 if TYPE_CHECKING:
     from hookcode.runtime import Runtime
@@ -40,7 +40,14 @@ if TYPE_CHECKING:
     from hookcode_mcp._config import McpServerConfig
     from hookcode_mcp._tool import McpTool
 
-__all__ = ["Manager", "Server", "close_all", "manager_for", "quiet_sdk_logger"]
+__all__ = [
+    "Manager",
+    "Server",
+    "close_all",
+    "existing_manager",
+    "manager_for",
+    "quiet_sdk_logger",
+]
 
 T = TypeVar("T")
 #: pages of tools/list followed before giving up (a paginator that never ends)
@@ -62,30 +69,33 @@ RESTART_WINDOW = 60.0
 
 
 _LOOP = BackgroundLoop("hookcode-mcp")
-_MANAGERS: weakref.WeakKeyDictionary[Any, Manager] = weakref.WeakKeyDictionary()
+#: the runtime's manager
+_MANAGER = StashKey["Manager"]()
 _MANAGERS_LOCK = threading.Lock()
 _ALL: weakref.WeakSet[Manager] = weakref.WeakSet()
 
 
 def manager_for(runtime: Runtime) -> Manager:
-    """The MCP manager of ``runtime`` (one per runtime, created on first use)."""
+    """The MCP manager of ``runtime`` (one per runtime, created on first use); its sessions
+    stop when the runtime ends (``runtime.on_close``)."""
     with _MANAGERS_LOCK:
-        manager = _MANAGERS.get(runtime)
+        manager = runtime.stash.get(_MANAGER, None)
         if manager is None:
-            manager = _MANAGERS[runtime] = Manager(runtime)
+            manager = runtime.stash[_MANAGER] = Manager(runtime)
             _ALL.add(manager)
-            # a runtime dropped without hookcode_mcp.close(): its sessions go with it
-            weakref.finalize(runtime, manager.close, False)
+            runtime.on_close(manager.close)
         return manager
 
 
+def existing_manager(runtime: Runtime) -> Manager | None:
+    """The manager of ``runtime`` if one was made (no server was started otherwise)."""
+    return runtime.stash.get(_MANAGER, None)
+
+
 def close_all() -> None:
-    """Close every session of every runtime (registered with ``atexit``)."""
+    """Close every session of every runtime in this process (tests stop their servers)."""
     for manager in list(_ALL):
         manager.close()
-
-
-atexit.register(close_all)
 
 
 # ---------------------------------------------------------------------------------------------

@@ -29,6 +29,7 @@ from hookcode import hookimpl
 
 if TYPE_CHECKING:
     from hookcode.providers import AuthMethod
+    from hookcode.runtime import Runtime
 
 __all__ = ["DEFAULT_MODEL_ID", "auth", "config", "config_schema", "provider"]
 
@@ -46,16 +47,11 @@ def config_schema() -> dict[str, Any]:
 
 
 @hookimpl
-def config(config: Any) -> None:
+def config(config: Any, runtime: Runtime) -> None:
     """With no model configured at all and an Anthropic credential at hand, default to
     :data:`DEFAULT_MODEL_ID` (without one, core's "no model configured" error says what to do)."""
     core = getattr(config, "core", None)
     if core is None or getattr(core, "model", "") is not None:
-        return
-    from hookcode.plugins import current_runtime
-
-    runtime = current_runtime()
-    if runtime is None:
         return
     section = config.section("provider.anthropic") if hasattr(config, "section") else None
     key_env = getattr(section, "api_key_env", None) or "ANTHROPIC_API_KEY"

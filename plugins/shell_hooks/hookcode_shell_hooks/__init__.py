@@ -341,12 +341,10 @@ def tool_execute_error(call: ToolCall) -> None:
 
 
 @hookimpl
-def chat_message(message: Any, session: Any) -> None:
+def chat_message(message: Any, session: Any, runtime: Runtime) -> None:
     """UserPromptSubmit: block the message (the run stops) or add context to it."""
     from hookcode.errors import PromptBlocked
-    from hookcode.plugins import current_runtime
 
-    runtime = current_runtime()
     if not _entries(runtime, "UserPromptSubmit"):
         return
     payload = _payload(runtime, "UserPromptSubmit", str(session.id), prompt=message.text)
@@ -359,13 +357,10 @@ def chat_message(message: Any, session: Any) -> None:
 
 
 @hookimpl
-def session_stop(session: Any, text: str, active: bool) -> str | None:
+def session_stop(session: Any, active: bool, runtime: Runtime) -> str | None:
     """Stop: the model ended its turn. A hook that blocks (exit 2, or ``decision: "block"``)
     keeps the agent going with its reason; ``continue: false`` lets the run end whatever the
     others said."""
-    from hookcode.plugins import current_runtime
-
-    runtime = current_runtime()
     if not _entries(runtime, "Stop"):
         return None
     payload = _payload(runtime, "Stop", str(session.id), stop_hook_active=active)

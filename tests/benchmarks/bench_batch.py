@@ -52,8 +52,8 @@ def _runtime(root: Path) -> Any:
 
     class Pack:
         @hookimpl
-        def tool(self):
-            return [wait_async, wait_sync]
+        def register_tools(self, register):
+            register(wait_async, wait_sync)
 
     project = root / "project"
     project.mkdir(parents=True, exist_ok=True)

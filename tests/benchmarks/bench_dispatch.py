@@ -125,8 +125,8 @@ def build_runtime(root: Path) -> tuple[Any, Any]:
 
     class Tools:
         @hookimpl
-        def tool(self) -> list[Any]:
-            return [noop]
+        def register_tools(self, register: Any) -> None:
+            register(noop)
 
     class Hooks:
         def __init__(self) -> None:

@@ -152,8 +152,8 @@ def _runtime(root: Path, model: Any) -> Any:
 
     class Pack:
         @hookimpl
-        def tool(self) -> list[Any]:
-            return [noop, noop_sync, wait_async, wait_sync]
+        def register_tools(self, register: Any) -> None:
+            register(noop, noop_sync, wait_async, wait_sync)
 
         @hookimpl
         def provider(self) -> list[Any]:

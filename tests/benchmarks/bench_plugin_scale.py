@@ -8,9 +8,10 @@ Two throwaway virtual environments (``~/.cache/hookcode-bench/scale-base`` and
 workspace's environment (the hookcode packages as editable installs, everything else pinned
 to the installed version). Into the second one's ``site-packages`` the benchmark writes
 ``--packs`` generated tool packs the way an installer lays out a wheel: a package
-``benchpack_NNN/__init__.py`` (one ``@hookcode.tool`` and its ``tool`` hook, importing only
-``hookcode``) and ``benchpack_NNN-1.0.dist-info/`` with ``METADATA``, ``entry_points.txt``
-(``[hookcode] benchpack_NNN = benchpack_NNN``), ``INSTALLER`` and ``RECORD``. They are
+``benchpack_NNN/__init__.py`` (one ``@hookcode.tool`` and its ``register_tools`` hook,
+importing only ``hookcode``) and ``benchpack_NNN-1.0.dist-info/`` with ``METADATA``,
+``entry_points.txt`` (``[hookcode] benchpack_NNN = benchpack_NNN``), ``INSTALLER`` and
+``RECORD``. They are
 third-party distributions (``benchpack-NNN``, not ``hookcode-*``), so they load after the
 default plugins, as a user's packs would. The packs are deleted at the end of the run.
 
@@ -61,8 +62,8 @@ def {name}(text: str) -> str:
 
 
 @hookcode.hookimpl
-def tool():
-    return [{name}]
+def register_tools(register):
+    register({name})
 '''
 
 

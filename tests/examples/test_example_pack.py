@@ -70,7 +70,7 @@ def test_the_installed_hookcode_lists_the_pack_and_the_log_plugin(installed, pro
     assert {"tool_execute_before", "tool_execute_after", "tool_execute_error"} <= set(
         log_plugin["hooks"]
     )
-    assert plugins["tool_textstats"]["hooks"] == ["tool"]
+    assert plugins["tool_textstats"]["hooks"] == ["register_tools"]
     assert "failed to load" not in proc.stderr
 
 

@@ -26,8 +26,8 @@ class DemoPlugin:
     """Two tools, and a before hook that blocks one argument."""
 
     @hookimpl
-    def tool(self):
-        return [echo, broken]
+    def register_tools(self, register):
+        register(echo, broken)
 
     @hookimpl
     def tool_execute_before(self, call):

@@ -19,7 +19,7 @@ from __future__ import annotations
 import fnmatch
 import os
 import re
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Annotated
 
@@ -128,9 +128,9 @@ def todo_scan(
 
 
 @hookimpl
-def tool() -> list[hookcode.Tool]:
-    """The pack's tools (the ``tool`` hook)."""
-    return [wordcount, todo_scan]
+def register_tools(register: Callable[..., None]) -> None:
+    """The pack's tools (the ``register_tools`` hook)."""
+    register(wordcount, todo_scan)
 
 
 # -- helpers ----------------------------------------------------------------------------------

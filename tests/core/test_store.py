@@ -16,13 +16,13 @@ from pathlib import Path
 
 import hookcode.store as store_module
 import pytest
+from hookcode.database import split_statements
 from hookcode.store import (
     MIGRATIONS,
     ApprovalRecord,
     Store,
     StoreError,
     ToolPartRecord,
-    _split_statements,
 )
 
 CORE_DIR = Path(store_module.__file__).resolve().parents[1]
@@ -404,7 +404,7 @@ def test_split_statements() -> None:
         -- trailing comment
         INSERT INTO a VALUES ('1')
     """
-    statements = _split_statements(script)
+    statements = split_statements(script)
     assert len(statements) == 3
     assert statements[1].startswith("CREATE TRIGGER") and statements[1].endswith("END;")
     assert statements[2] == "-- trailing comment\n        INSERT INTO a VALUES ('1')"

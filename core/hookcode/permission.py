@@ -571,7 +571,7 @@ class PermissionService:
             always=always if always is not None else list(patterns),
             metadata=metadata,
             agent=ctx.agent,
-            tool={"name": ctx.tool, "call_id": ctx.call_id, "message_id": ctx.message_id},
+            tool={"name": ctx.call.tool, "call_id": ctx.call_id, "message_id": ctx.message_id},
             ruleset=runtime.ruleset(ctx.agent, ctx.session_id),
             cwd=str(runtime.cwd),
             worktree=str(runtime.worktree),

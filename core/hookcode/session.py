@@ -903,16 +903,7 @@ class SessionLoop:
 
     async def _run_call(self, call: ToolCall, part: ToolPart) -> Outcome:
         rt = self.runtime
-        ctx = ToolContext(
-            rt,
-            session_id=call.session_id,
-            call_id=call.call_id,
-            agent=call.agent,
-            message_id=call.message_id,
-            model=call.model,
-            abort=AbortSignal(self.abort),
-            tool=str(call.tool),
-        )
+        abort = AbortSignal(self.abort)
         key = (str(call.tool), json.dumps(call.args, sort_keys=True, default=str))
         self.recent.append(key)
         outcome: Outcome | None = None
@@ -928,7 +919,7 @@ class SessionLoop:
             )
             rt.record_part(record)
             try:
-                await ctx.ask(
+                await ToolContext(rt, call, abort=abort).ask(
                     "doom_loop",
                     [str(call.tool)],
                     [str(call.tool)],
@@ -939,7 +930,7 @@ class SessionLoop:
                 record.state, record.error, record.time_end = "error", str(exc), time.time()
                 rt.record_part(record)
         if outcome is None:
-            outcome = await invoke(call, ctx)
+            outcome = await invoke(rt, call, abort=abort)
         self._apply(part, outcome)
         return outcome
 

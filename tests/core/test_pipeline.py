@@ -25,7 +25,7 @@ from hookcode.errors import (
 )
 from hookcode.pipeline import HookFailed, invoke
 from hookcode.testing import ReplyWith, ainvoke_tool, invoke_tool
-from hookcode.tools import ToolCall
+from hookcode.tools import AbortSignal, ToolCall
 
 SCHEMA_HINT = "\nPlease rewrite the input so it satisfies the expected schema."
 
@@ -696,7 +696,9 @@ def test_timeout(hookcode_env: Any) -> None:
     assert isinstance(errors[0], ToolTimeout)
 
 
-def _call(runtime: Any, name: str, args: dict[str, Any] | None = None) -> tuple[ToolCall, Any]:
+def _call(
+    runtime: Any, name: str, args: dict[str, Any] | None = None
+) -> tuple[ToolCall, AbortSignal]:
     session = runtime.create_session(title="s").id
     call = ToolCall(
         tool=name,
@@ -705,16 +707,15 @@ def _call(runtime: Any, name: str, args: dict[str, Any] | None = None) -> tuple[
         session_id=session,
         agent="build",
     )
-    ctx = ToolContext(runtime, session_id=session, call_id=call.call_id, agent="build")
-    return call, ctx
+    return call, AbortSignal()
 
 
 def test_abort_before_the_call(hookcode_env: Any) -> None:
     body = Body()
     runtime = make_runtime(hookcode_env, counting_tool(body))
-    call, ctx = _call(runtime, "count", {"name": "x"})
-    ctx.abort.abort()
-    outcome = asyncio.run(invoke(call, ctx))
+    call, abort = _call(runtime, "count", {"name": "x"})
+    abort.abort()
+    outcome = asyncio.run(invoke(runtime, call, abort=abort))
     assert isinstance(outcome.error, ToolAborted)
     assert outcome.error_text == "Tool execution aborted"
     assert body.runs == 0
@@ -736,13 +737,13 @@ def test_abort_while_running(hookcode_env: Any) -> None:
         return "never"
 
     runtime = make_runtime(hookcode_env, waits)
-    call, ctx = _call(runtime, "waits")
+    call, abort = _call(runtime, "waits")
 
     async def scenario() -> Any:
         state["started"] = started()
-        task = asyncio.ensure_future(invoke(call, ctx))
+        task = asyncio.ensure_future(invoke(runtime, call, abort=abort))
         await asyncio.wait_for(state["started"].wait(), 5)
-        ctx.abort.abort("ctrl-c")
+        abort.abort("ctrl-c")
         return await asyncio.wait_for(task, 5)
 
     outcome = asyncio.run(scenario())
@@ -895,9 +896,9 @@ def test_error_hook_cannot_recover_a_deny(hookcode_env: Any) -> None:
 def test_error_hook_cannot_recover_an_abort(hookcode_env: Any) -> None:
     recover = Recover()
     runtime = make_runtime(hookcode_env, counting_tool(Body()), plugins=(recover,))
-    call, ctx = _call(runtime, "count", {"name": "x"})
-    ctx.abort.abort()
-    outcome = asyncio.run(invoke(call, ctx))
+    call, abort = _call(runtime, "count", {"name": "x"})
+    abort.abort()
+    outcome = asyncio.run(invoke(runtime, call, abort=abort))
     assert isinstance(outcome.error, ToolAborted)
     assert isinstance(recover.errors[0], ToolAborted)
 

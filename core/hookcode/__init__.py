@@ -23,7 +23,9 @@ __all__ = [
     "PluginError",
     "Reply",
     "Rule",
+    "RunResult",
     "Runtime",
+    "SessionLoop",
     "ShellAnalysis",
     "Tool",
     "ToolBlocked",
@@ -51,7 +53,9 @@ _WHERE = {
     "PluginError": "hookcode.errors",
     "Reply": "hookcode.permission",
     "Rule": "hookcode.permission",
+    "RunResult": "hookcode.session",
     "Runtime": "hookcode.runtime",
+    "SessionLoop": "hookcode.session",
     "ShellAnalysis": "hookcode.permission",
     "Tool": "hookcode.tools",
     "ToolBlocked": "hookcode.errors",
@@ -80,6 +84,7 @@ if TYPE_CHECKING:
     from hookcode.pipeline import Outcome, invoke
     from hookcode.plugins import hookimpl
     from hookcode.runtime import Runtime
+    from hookcode.session import RunResult, SessionLoop
     from hookcode.tools import (
         AbortSignal,
         Attachment,

@@ -286,7 +286,15 @@ class _Step:
 
 
 class SessionLoop:
-    """Runs one session: ``await SessionLoop(runtime, ...).run("message")``."""
+    """Runs an agent in one session: ``await SessionLoop(runtime, ...).run("message")``.
+
+    Public API (``hookcode.SessionLoop``): the front ends run the user's sessions with it, and
+    the task tool runs a sub-agent in a child session. ``model``, ``agent`` and ``session``
+    default to the config's model, the default agent and a new session; ``abort`` stops the
+    run; ``on_event(kind, data)`` sees what happens as it happens. ``model_id`` is the model
+    the run uses, known before it starts; ``result`` (a :class:`RunResult`) fills in while it
+    runs, so what an interrupted run cost is there too. :func:`run_session` is the one-call form.
+    """
 
     def __init__(
         self,

@@ -27,7 +27,7 @@ from typing import TYPE_CHECKING, Any, NoReturn
 
 from hookcode.permission import Reply
 from hookcode.plugins import hookimpl
-from hookcode.testing.scripted import ScriptedModel, ToolCallSpec, Turn
+from hookcode.testing.scripted import ScriptedModel, ScriptError, ToolCallSpec, Turn, parse_script
 
 if TYPE_CHECKING:
     from hookcode.pipeline import Outcome
@@ -37,12 +37,14 @@ if TYPE_CHECKING:
 __all__ = [
     "HookcodeEnv",
     "ReplyWith",
+    "ScriptError",
     "ScriptedModel",
     "ToolCallSpec",
     "Turn",
     "ainvoke_tool",
     "invoke_tool",
     "missing",
+    "parse_script",
 ]
 
 

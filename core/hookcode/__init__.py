@@ -23,7 +23,9 @@ __all__ = [
     "PluginError",
     "Reply",
     "Rule",
+    "RunResult",
     "Runtime",
+    "SessionLoop",
     "ShellAnalysis",
     "Stash",
     "StashKey",
@@ -53,7 +55,9 @@ _WHERE = {
     "PluginError": "hookcode.errors",
     "Reply": "hookcode.permission",
     "Rule": "hookcode.permission",
+    "RunResult": "hookcode.session",
     "Runtime": "hookcode.runtime",
+    "SessionLoop": "hookcode.session",
     "ShellAnalysis": "hookcode.permission",
     "Stash": "hookcode.stash",
     "StashKey": "hookcode.stash",
@@ -84,6 +88,7 @@ if TYPE_CHECKING:
     from hookcode.pipeline import Outcome, invoke
     from hookcode.plugins import hookimpl
     from hookcode.runtime import Runtime
+    from hookcode.session import RunResult, SessionLoop
     from hookcode.stash import Stash, StashKey
     from hookcode.tools import (
         AbortSignal,

@@ -17,5 +17,6 @@ hookimpl = pluggy.HookimplMarker(PROJECT_NAME)
 @hookimpl(trylast=True)
 async def tool_execute(call: ToolCall, ctx: ToolContext) -> ToolResult:
     """Run the tool's body with the validated arguments (the innermost ``tool_execute``)."""
-    tool = ctx._tool_obj  # type: ignore[attr-defined]
-    return await tool.execute(ctx._validated, ctx)  # type: ignore[attr-defined]
+    tool, args = ctx.tool, ctx.args
+    assert tool is not None and args is not None, "invoke resolves and validates first"
+    return await tool.execute(args, ctx)

@@ -202,16 +202,17 @@ class PermissionService:
         runtime = self.runtime
         self._seq += 1
         seq = self._seq
+        call = ctx.call
         request = PermissionRequest(
             id=runtime.new_id("per"),
-            session_id=ctx.session_id,
+            session_id=call.session_id,
             permission=permission,
             patterns=patterns,
             always=always if always is not None else list(patterns),
             metadata=metadata,
-            agent=ctx.agent,
-            tool={"name": ctx.tool, "call_id": ctx.call_id, "message_id": ctx.message_id},
-            ruleset=runtime.ruleset(ctx.agent, ctx.session_id),
+            agent=call.agent,
+            tool={"name": call.tool, "call_id": call.call_id, "message_id": call.message_id},
+            ruleset=runtime.ruleset(call.agent, call.session_id),
             cwd=str(runtime.cwd),
             worktree=str(runtime.worktree),
         )

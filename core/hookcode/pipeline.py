@@ -34,13 +34,14 @@ from hookcode.errors import (
 )
 from hookcode.runtime import unrecorded_running
 from hookcode.store import ToolPartRecord
-from hookcode.tools import ToolResult
+from hookcode.tools import AbortSignal, ToolContext, ToolResult
 
 if TYPE_CHECKING:
     import pluggy
 
     from hookcode.registry import ToolEntry
-    from hookcode.tools import ToolCall, ToolContext
+    from hookcode.runtime import Runtime
+    from hookcode.tools import ToolCall
 
 __all__ = ["Outcome", "invoke"]
 
@@ -96,16 +97,31 @@ def _message(exc: BaseException) -> str:
     return text or type(exc).__name__
 
 
-async def invoke(call: ToolCall, ctx: ToolContext) -> Outcome:
+async def invoke(
+    runtime: Runtime,
+    call: ToolCall,
+    *,
+    abort: AbortSignal | None = None,
+    parent: ToolContext | None = None,
+) -> Outcome:
     """Run one call through the whole pipeline; never raises for a failing call (the
-    Outcome carries the error), except for cancellation of the caller's task."""
-    return await _invoke(call, ctx)
+    Outcome carries the error), except for cancellation of the caller's task.
+
+    ``invoke`` builds the call's :class:`~hookcode.tools.ToolContext`. ``abort`` is the
+    call's abort signal (default: one that follows ``parent``'s, else a new one); ``parent``
+    is the context of the call making this one (a tool calling a tool, ``ctx.invoke``): the
+    new call's ``parent_call_id`` names it unless already set."""
+    if parent is not None:
+        if abort is None:
+            abort = AbortSignal(parent.abort)
+        if call.parent_call_id is None:
+            call.parent_call_id = parent.call.call_id
+    ctx = ToolContext(runtime, call, abort=abort, parent=parent)
+    return await _invoke(runtime, call, ctx)
 
 
-async def _invoke(call: ToolCall, ctx: ToolContext) -> Outcome:
-    runtime = ctx.runtime
+async def _invoke(runtime: Runtime, call: ToolCall, ctx: ToolContext) -> Outcome:
     plugins = runtime.plugins
-    ctx.tool = call.tool
     part = ToolPartRecord(
         id=call.call_id,
         session_id=call.session_id,
@@ -163,16 +179,16 @@ async def _body(
         entry: ToolEntry = runtime.registry.resolve(
             call.tool, call.agent, call.session_id, call.model
         )
-        tool = entry.tool
-        call.tool = ctx.tool = tool.name
+        tool = ctx.tool = entry.tool
+        call.tool = tool.name
         # 2. validate (defaults applied)
-        validated = tool.validate(call.args)
+        validated = ctx.args = tool.validate(call.args)
         call.args = tool.dump(validated)
         part.tool, part.input = tool.name, call.args
         # 3. before hooks, then validate again
         if plugins.has_impls("tool_execute_before"):
             await _before_hooks(plugins, call, ctx)
-            validated = tool.validate(call.args)
+            validated = ctx.args = tool.validate(call.args)
             call.args = tool.dump(validated)
             part.input = call.args
         # 4. permission pre-check, then tool_execute under timeout and abort
@@ -187,8 +203,6 @@ async def _body(
             )
             if pending is not None:
                 await _guarded(runtime.permissions.wait(ctx, pending), ctx, None)
-        ctx._validated = validated  # type: ignore[attr-defined]
-        ctx._tool_obj = tool  # type: ignore[attr-defined]
         result = await _guarded(_execute_chain(plugins, call, ctx), ctx, runtime.timeout_for(tool))
         # 5. truncation, then the result's known secrets (one pass over a bounded output)
         if "truncated" not in result.metadata:

@@ -32,7 +32,7 @@ if TYPE_CHECKING:
     import socket
     import subprocess
 
-__all__ = ["Child", "Processes", "uptime_ticks"]
+__all__ = ["KILL_WAIT", "Child", "Processes", "uptime_ticks"]
 
 #: seconds to wait for the guardian to start a command (it starts in tens of milliseconds)
 START_WAIT = 15.0

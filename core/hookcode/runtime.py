@@ -37,12 +37,13 @@ if TYPE_CHECKING:
     from hookcode.auth import Credentials
     from hookcode.config import Config
     from hookcode.permission import PermissionRequest
+    from hookcode.pipeline import Outcome
     from hookcode.processes import Processes
     from hookcode.protected import ProtectedPaths
     from hookcode.providers import Provider
     from hookcode.secrets import Secrets
     from hookcode.store import SessionRecord, Store, ToolPartRecord
-    from hookcode.tools import Tool, ToolContext, ToolResult
+    from hookcode.tools import AbortSignal, Tool, ToolContext, ToolResult
     from hookcode.truncate import Truncator
 
 __all__ = ["Runtime", "data_dir_for", "find_worktree"]
@@ -494,6 +495,41 @@ class Runtime:
             if redacted is not value:
                 changed[name] = redacted
         return dataclasses.replace(part, **changed) if changed else part
+
+    # -- calling a tool ------------------------------------------------------------------------
+    async def call_tool(
+        self,
+        name: str,
+        args: Mapping[str, Any] | str | None = None,
+        *,
+        agent: str | None = None,
+        session_id: str | None = None,
+        model: str | None = None,
+        abort: AbortSignal | None = None,
+    ) -> Outcome:
+        """Run one call of the tool ``name`` through the whole pipeline
+        (:func:`hookcode.pipeline.invoke`: hooks, permissions, truncation, the store), from
+        outside any session loop; return its :class:`~hookcode.pipeline.Outcome`.
+
+        ``args`` is a mapping or a JSON text; the call runs as ``agent`` (default: the default
+        agent) in the session ``session_id``, else in a new one; ``abort`` aborts the call
+        when it fires. The CLI's ``tools call`` and :func:`hookcode.testing.invoke_tool` use it.
+        """
+        from hookcode.pipeline import invoke
+        from hookcode.tools import ToolCall
+
+        agent_name = agent or self.default_agent
+        if session_id is None:
+            session_id = self.create_session(title=f"invoke {name}", agent=agent_name).id
+        call = ToolCall(
+            tool=name,
+            args=dict(args) if isinstance(args, Mapping) else (args if args is not None else {}),
+            call_id=self.new_id("call"),
+            session_id=session_id,
+            agent=agent_name,
+            model=model,
+        )
+        return await invoke(self, call, abort=abort)
 
     # -- sessions -----------------------------------------------------------------------------
     def create_session(

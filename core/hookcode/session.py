@@ -102,7 +102,15 @@ RETRY_MAX_DELAY = 30.0
 
 
 class SessionLoop(SessionContext):
-    """Runs one session: ``await SessionLoop(runtime, ...).run("message")``."""
+    """Runs an agent in one session: ``await SessionLoop(runtime, ...).run("message")``.
+
+    Public API (``hookcode.SessionLoop``): the front ends run the user's sessions with it, and
+    the task tool runs a sub-agent in a child session. ``model``, ``agent`` and ``session``
+    default to the config's model, the default agent and a new session; ``abort`` stops the
+    run; ``on_event(kind, data)`` sees what happens as it happens. ``model_id`` is the model
+    the run uses, known before it starts; ``result`` (a :class:`RunResult`) fills in while it
+    runs, so what an interrupted run cost is there too. :func:`run_session` is the one-call form.
+    """
 
     def __init__(
         self,
@@ -442,16 +450,7 @@ class SessionLoop(SessionContext):
 
     async def _run_call(self, call: ToolCall, part: ToolPart) -> Outcome:
         rt = self.runtime
-        ctx = ToolContext(
-            rt,
-            session_id=call.session_id,
-            call_id=call.call_id,
-            agent=call.agent,
-            message_id=call.message_id,
-            model=call.model,
-            abort=AbortSignal(self.abort),
-            tool=str(call.tool),
-        )
+        abort = AbortSignal(self.abort)
         key = (str(call.tool), json.dumps(call.args, sort_keys=True, default=str))
         self.recent.append(key)
         outcome: Outcome | None = None
@@ -467,7 +466,7 @@ class SessionLoop(SessionContext):
             )
             rt.record_part(record)
             try:
-                await ctx.ask(
+                await ToolContext(rt, call, abort=abort).ask(
                     "doom_loop",
                     [str(call.tool)],
                     [str(call.tool)],
@@ -478,7 +477,7 @@ class SessionLoop(SessionContext):
                 record.state, record.error, record.time_end = "error", str(exc), time.time()
                 rt.record_part(record)
         if outcome is None:
-            outcome = await invoke(call, ctx)
+            outcome = await invoke(rt, call, abort=abort)
         self._apply(part, outcome)
         return outcome
 

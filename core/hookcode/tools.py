@@ -61,12 +61,14 @@ __all__ = [
     "AbortSignal",
     "Attachment",
     "EditsFiles",
+    "FunctionTool",
     "ReadRules",
     "Tool",
     "ToolCall",
     "ToolContext",
     "ToolResult",
     "tool",
+    "valid_tool_name",
 ]
 
 
@@ -181,6 +183,14 @@ class AbortSignal:
 class ToolContext:
     """What a running tool knows about its call and can ask of hookcode.
 
+    :func:`hookcode.pipeline.invoke` builds it for every call: ``ctx.call`` is the
+    :class:`ToolCall` (its ``session_id``, ``call_id``, ``agent``, ``message_id`` and ``model``
+    read as the context's own attributes too), ``ctx.tool`` the :class:`Tool` the call
+    resolved to and ``ctx.args`` its validated arguments (both None until ``invoke`` has
+    resolved and validated the call: hooks from ``tool_execute_before`` on see them set),
+    ``ctx.abort`` the call's abort signal and ``ctx.parent`` the context of the call that
+    made this one (``ctx.invoke``), if any.
+
     Async tools use :meth:`ask` and :meth:`invoke`; sync tools (which run in a worker thread)
     use :meth:`ask_sync` and :meth:`invoke_sync`.
     """
@@ -188,26 +198,43 @@ class ToolContext:
     def __init__(
         self,
         runtime: Runtime,
+        call: ToolCall,
         *,
-        session_id: str,
-        call_id: str,
-        agent: str = "build",
-        message_id: str | None = None,
-        model: str | None = None,
         abort: AbortSignal | None = None,
-        tool: str | None = None,
+        parent: ToolContext | None = None,
     ) -> None:
         self.runtime = runtime
-        self.session_id = session_id
-        self.message_id = message_id
-        self.call_id = call_id
-        self.agent = agent
-        self.model = model
-        self.tool = tool
-        self.abort = abort or AbortSignal()
+        self.call = call
+        self.abort = abort if abort is not None else AbortSignal()
+        self.parent = parent
+        #: the resolved tool (set by ``invoke``)
+        self.tool: Tool | None = None
+        #: the validated arguments, an instance of ``tool.args_model`` (set by ``invoke``)
+        self.args: BaseModel | None = None
         self.title: str | None = None
         self.live_metadata: dict[str, Any] = {}
         self._loop: asyncio.AbstractEventLoop | None = None
+
+    # -- the call's fields --------------------------------------------------------------------
+    @property
+    def session_id(self) -> str:
+        return self.call.session_id
+
+    @property
+    def call_id(self) -> str:
+        return self.call.call_id
+
+    @property
+    def agent(self) -> str:
+        return self.call.agent
+
+    @property
+    def message_id(self) -> str | None:
+        return self.call.message_id
+
+    @property
+    def model(self) -> str | None:
+        return self.call.model
 
     # -- where we are -------------------------------------------------------------------------
     @property
@@ -281,7 +308,7 @@ class ToolContext:
             "tool.updated",
             session_id=self.session_id,
             call_id=self.call_id,
-            tool=self.tool,
+            tool=self.call.tool,
             title=self.title,
             metadata=dict(self.live_metadata),
         )
@@ -416,19 +443,8 @@ class ToolContext:
             agent=self.agent,
             message_id=self.message_id,
             model=self.model,
-            parent_call_id=self.call_id,
         )
-        child = ToolContext(
-            self.runtime,
-            session_id=self.session_id,
-            call_id=call.call_id,
-            agent=self.agent,
-            message_id=self.message_id,
-            model=self.model,
-            abort=AbortSignal(self.abort),
-            tool=tool,
-        )
-        return await invoke(call, child)
+        return await invoke(self.runtime, call, parent=self)
 
     def invoke_sync(self, tool: str, args: dict[str, Any] | str | None = None) -> ToolResult:
         """:meth:`invoke` for sync tools running in a worker thread."""
@@ -462,6 +478,12 @@ def _normpath(path: str) -> str:
 
 _ARGS_SECTION = re.compile(r"^\s*(Args|Arguments|Parameters):\s*$", re.MULTILINE)
 _NAME_RE = re.compile(r"^[a-zA-Z0-9_-]{1,64}$")
+
+
+def valid_tool_name(name: str) -> bool:
+    """Whether ``name`` may name a tool: letters, digits, ``_`` and ``-``, 1 to 64 characters
+    (what every provider accepts). The registry skips a tool whose name is not valid."""
+    return _NAME_RE.match(name) is not None
 
 
 class ReadRules:
@@ -759,6 +781,10 @@ class Tool:
         raise TypeError(
             f"tool {self.name!r} returned {type(value).__name__}; return a str or a ToolResult"
         )
+
+    def __str__(self) -> str:
+        """The tool's name (``f"{ctx.tool}"`` reads as the name, as ``ctx.call.tool`` does)."""
+        return self.name
 
     def __repr__(self) -> str:
         return f"<{type(self).__name__} {self.name!r}>"

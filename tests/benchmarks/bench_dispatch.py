@@ -178,7 +178,7 @@ def build_runtime(root: Path) -> tuple[Any, Any]:
 
 async def hookcode_batches(rt: Any, calls: int, repeat: int) -> list[float]:
     from hookcode.pipeline import invoke
-    from hookcode.tools import ToolCall, ToolContext
+    from hookcode.tools import ToolCall
 
     agent = rt.default_agent
     session_id = rt.create_session(title="dispatch", agent=agent).id
@@ -191,8 +191,7 @@ async def hookcode_batches(rt: Any, calls: int, repeat: int) -> list[float]:
         call = ToolCall(
             tool="noop", args={"n": counter}, call_id=call_id, session_id=session_id, agent=agent
         )
-        ctx = ToolContext(rt, session_id=session_id, call_id=call_id, agent=agent, tool="noop")
-        outcome = await invoke(call, ctx)
+        outcome = await invoke(rt, call)
         if outcome.error is not None:
             raise SystemExit(f"the no-op call failed: {outcome.error!r}")
 

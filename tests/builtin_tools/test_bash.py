@@ -317,12 +317,10 @@ def _abortable(runtime, command, *, abort_after: float, through_pipeline: bool) 
         signal_ = AbortSignal()
         args = {"command": command, "description": "Runs until aborted"}
         call = ToolCall(tool="bash", args=args, call_id=runtime.new_id("call"), session_id=session)
-        ctx = ToolContext(
-            runtime, session_id=session, call_id=call.call_id, abort=signal_, tool="bash"
-        )
         if through_pipeline:
-            task = asyncio.ensure_future(invoke(call, ctx))
+            task = asyncio.ensure_future(invoke(runtime, call, abort=signal_))
         else:
+            ctx = ToolContext(runtime, call, abort=signal_)
             tool = runtime.registry.entries["bash"].tool
             task = asyncio.ensure_future(tool.execute(tool.validate(args), ctx))
         await asyncio.sleep(abort_after)

@@ -193,11 +193,11 @@ def test_abort_stops_every_sub_call(hookcode_env):
         call_id="call_batch",
         session_id=session.id,
     )
-    ctx = ToolContext(rt, session_id=session.id, call_id=call.call_id, abort=AbortSignal())
+    abort = AbortSignal()
 
     async def go():
-        asyncio.get_running_loop().call_later(0.2, ctx.abort.abort, "test")
-        return await invoke(call, ctx)
+        asyncio.get_running_loop().call_later(0.2, abort.abort, "test")
+        return await invoke(rt, call, abort=abort)
 
     started = time.monotonic()
     outcome = asyncio.run(go())

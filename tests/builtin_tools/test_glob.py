@@ -310,7 +310,7 @@ def test_abort_kills_ripgrep(hookcode_env, monkeypatch, tmp_path):
     """A slow rg (a stand-in that sleeps) is killed as soon as the abort signal fires."""
     import hookcode_ripgrep
     from hookcode.pipeline import invoke
-    from hookcode.tools import AbortSignal, ToolCall, ToolContext
+    from hookcode.tools import AbortSignal, ToolCall
 
     pid_file = tmp_path / "rg.pid"
     fake = tmp_path / "rg"
@@ -323,8 +323,7 @@ def test_abort_kills_ripgrep(hookcode_env, monkeypatch, tmp_path):
     async def run():
         abort = AbortSignal()
         call = ToolCall(tool="glob", args={"pattern": "*"}, call_id="call_1", session_id=session.id)
-        ctx = ToolContext(rt, session_id=session.id, call_id="call_1", abort=abort, tool="glob")
-        task = asyncio.ensure_future(invoke(call, ctx))
+        task = asyncio.ensure_future(invoke(rt, call, abort=abort))
         for _ in range(200):
             if pid_file.exists() and pid_file.read_text().strip():
                 break

@@ -521,7 +521,7 @@ def test_missing_rg_names_the_package(hookcode_env, monkeypatch, tmp_path):
 
 def test_abort_kills_ripgrep(hookcode_env, monkeypatch, tmp_path):
     from hookcode.pipeline import invoke
-    from hookcode.tools import AbortSignal, ToolCall, ToolContext
+    from hookcode.tools import AbortSignal, ToolCall
 
     pid_file = tmp_path / "rg.pid"
     fake_rg(tmp_path, monkeypatch, f"echo $$ > '{pid_file}'\nexec sleep 60\n")
@@ -531,8 +531,7 @@ def test_abort_kills_ripgrep(hookcode_env, monkeypatch, tmp_path):
     async def run():
         abort = AbortSignal()
         call = ToolCall(tool="grep", args={"pattern": "x"}, call_id="call_1", session_id=session.id)
-        ctx = ToolContext(rt, session_id=session.id, call_id="call_1", abort=abort, tool="grep")
-        task = asyncio.ensure_future(invoke(call, ctx))
+        task = asyncio.ensure_future(invoke(rt, call, abort=abort))
         for _ in range(200):
             if pid_file.exists() and pid_file.read_text().strip():
                 break

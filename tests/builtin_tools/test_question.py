@@ -137,15 +137,15 @@ def test_abort_while_waiting_for_the_user(hookcode_env):
 
     async def main():
         from hookcode.pipeline import invoke
-        from hookcode.tools import ToolCall, ToolContext
+        from hookcode.tools import AbortSignal, ToolCall
 
         session = rt.create_session(title="t", agent="build")
         call = ToolCall("question", QUESTIONS, "call_1", session.id, agent="build")
-        ctx = ToolContext(rt, session_id=session.id, call_id="call_1", tool="question")
-        task = asyncio.ensure_future(invoke(call, ctx))
+        abort = AbortSignal()
+        task = asyncio.ensure_future(invoke(rt, call, abort=abort))
         await asyncio.sleep(0.1)
         started = time.monotonic()
-        ctx.abort.abort()
+        abort.abort()
         outcome = await task
         return outcome, time.monotonic() - started
 

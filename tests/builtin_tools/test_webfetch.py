@@ -482,7 +482,7 @@ def test_the_timeout_covers_the_body(rt, server):
 
 def test_abort_mid_download(rt, server):
     from hookcode.pipeline import invoke
-    from hookcode.tools import AbortSignal, ToolCall, ToolContext
+    from hookcode.tools import AbortSignal, ToolCall
 
     first_part = threading.Event()
 
@@ -504,10 +504,7 @@ def test_abort_mid_download(rt, server):
         call = ToolCall(
             tool="webfetch", args={"url": url}, call_id=rt.new_id("call"), session_id=session
         )
-        ctx = ToolContext(
-            rt, session_id=session, call_id=call.call_id, abort=signal, tool="webfetch"
-        )
-        task = asyncio.ensure_future(invoke(call, ctx))
+        task = asyncio.ensure_future(invoke(rt, call, abort=signal))
         await asyncio.to_thread(first_part.wait, 10)
         await asyncio.sleep(0.2)
         signal.abort("user")

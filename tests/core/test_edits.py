@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import Annotated, Any
 
 import pytest
-from hookcode import Reply, ToolContext, ToolError, hookimpl, tool
+from hookcode import Reply, ToolCall, ToolContext, ToolError, hookimpl, tool
 from hookcode.edits import EditTransaction, MissingFile, NotAFile, trim_diff
 from hookcode.errors import PermissionRejected, ToolAborted
 from hookcode.testing import ReplyWith, invoke_tool
@@ -22,7 +22,7 @@ ROOT = Path(__file__).resolve().parents[2]
 
 def context(env: Any, **runtime: Any) -> ToolContext:
     rt = env.runtime(**runtime)
-    return ToolContext(rt, session_id=rt.create_session().id, call_id="c", tool="test")
+    return ToolContext(rt, ToolCall("test", {}, "c", rt.create_session().id))
 
 
 def events_of(ctx: ToolContext) -> list[tuple[str, bool]]:
@@ -499,7 +499,7 @@ def test_concurrent_transactions_on_one_path_run_one_after_the_other(hookcode_en
     order: list[str] = []
 
     async def increment(name: str, via: str) -> None:
-        ctx = ToolContext(rt, session_id=sid, call_id=name, tool="test")
+        ctx = ToolContext(rt, ToolCall("test", {}, name, sid))
         async with ctx.edit_files(via) as tx:
             order.append(f"{name} in")
             value = int(tx.read(via).text)

@@ -27,7 +27,7 @@ from hookcode.permission import (
 )
 from hookcode.pipeline import invoke
 from hookcode.testing import ReplyWith, ainvoke_tool, invoke_tool
-from hookcode.tools import ToolCall
+from hookcode.tools import AbortSignal, ToolCall
 
 
 @pytest.fixture(autouse=True)
@@ -250,7 +250,7 @@ def test_read_rules_judge_spelled_and_real_paths(hookcode_env: Any) -> None:
         where="global",
     )
     rt = hookcode_env.runtime()
-    ctx = ToolContext(rt, session_id=rt.create_session().id, call_id="c")
+    ctx = ToolContext(rt, ToolCall("read", {}, "c", rt.create_session().id))
     rules = ctx.read_rules()
     assert not rules.allows_everything
     assert rules("vault/k") == "deny"
@@ -264,7 +264,7 @@ def test_read_rules_judge_spelled_and_real_paths(hookcode_env: Any) -> None:
 
     hookcode_env.write_config('[permission]\nread = "allow"\n', where="global")
     rt = hookcode_env.runtime()
-    ctx = ToolContext(rt, session_id=rt.create_session().id, call_id="c")
+    ctx = ToolContext(rt, ToolCall("read", {}, "c", rt.create_session().id))
     assert ctx.read_rules().allows_everything
     assert ctx.read_rules().visible_under(".") is None
 
@@ -1006,8 +1006,7 @@ def _call(runtime: Any, tool_name: str, session: str, args: dict[str, Any] | Non
         session_id=session,
         agent="build",
     )
-    ctx = ToolContext(runtime, session_id=session, call_id=call.call_id, agent="build")
-    return call, ctx
+    return call, AbortSignal()
 
 
 @pytest.mark.parametrize("tool_name", ["plain", "asker"])
@@ -1017,15 +1016,15 @@ def test_abort_while_waiting_for_the_prompt(hookcode_env: Any, tool_name: str) -
         hookcode_env, '[permission]\nplain = "ask"\nthing = "ask"\n', (prompt, "prompt")
     )
     session = runtime.create_session(title="s").id
-    call, ctx = _call(
+    call, abort = _call(
         runtime, tool_name, session, {"patterns": ["x"]} if tool_name == "asker" else None
     )
 
     async def scenario() -> Any:
-        task = asyncio.ensure_future(invoke(call, ctx))
+        task = asyncio.ensure_future(invoke(runtime, call, abort=abort))
         await until(lambda: len(prompt.requests) == 1)
         assert len(runtime.permissions.pending) == 1
-        ctx.abort.abort("user pressed ctrl-c")
+        abort.abort("user pressed ctrl-c")
         return await asyncio.wait_for(task, 5)
 
     try:
@@ -1044,15 +1043,15 @@ def test_abort_while_queued_behind_another_prompt(hookcode_env: Any) -> None:
     prompt = GatedPrompt(Reply("once"))
     runtime = make_runtime(hookcode_env, '[permission]\nplain = "ask"\n', (prompt, "prompt"))
     session = runtime.create_session(title="s").id
-    first_call, first_ctx = _call(runtime, "plain", session)
-    second_call, second_ctx = _call(runtime, "plain", session)
+    first_call, first_abort = _call(runtime, "plain", session)
+    second_call, second_abort = _call(runtime, "plain", session)
 
     async def scenario() -> tuple[Any, Any]:
-        first = asyncio.ensure_future(invoke(first_call, first_ctx))
+        first = asyncio.ensure_future(invoke(runtime, first_call, abort=first_abort))
         await until(lambda: len(prompt.requests) == 1)
-        second = asyncio.ensure_future(invoke(second_call, second_ctx))
+        second = asyncio.ensure_future(invoke(runtime, second_call, abort=second_abort))
         await until(lambda: len(runtime.permissions.pending) == 2)
-        second_ctx.abort.abort()
+        second_abort.abort()
         aborted = await asyncio.wait_for(second, 5)
         assert len(runtime.permissions.pending) == 1
         prompt.gates[0].set()

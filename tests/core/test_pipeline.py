@@ -25,7 +25,7 @@ from hookcode.errors import (
 )
 from hookcode.pipeline import HookFailed, invoke
 from hookcode.testing import ReplyWith, ainvoke_tool, invoke_tool
-from hookcode.tools import ToolCall
+from hookcode.tools import AbortSignal, ToolCall
 
 SCHEMA_HINT = "\nPlease rewrite the input so it satisfies the expected schema."
 
@@ -696,7 +696,9 @@ def test_timeout(hookcode_env: Any) -> None:
     assert isinstance(errors[0], ToolTimeout)
 
 
-def _call(runtime: Any, name: str, args: dict[str, Any] | None = None) -> tuple[ToolCall, Any]:
+def _call(
+    runtime: Any, name: str, args: dict[str, Any] | None = None
+) -> tuple[ToolCall, AbortSignal]:
     session = runtime.create_session(title="s").id
     call = ToolCall(
         tool=name,
@@ -705,16 +707,15 @@ def _call(runtime: Any, name: str, args: dict[str, Any] | None = None) -> tuple[
         session_id=session,
         agent="build",
     )
-    ctx = ToolContext(runtime, session_id=session, call_id=call.call_id, agent="build")
-    return call, ctx
+    return call, AbortSignal()
 
 
 def test_abort_before_the_call(hookcode_env: Any) -> None:
     body = Body()
     runtime = make_runtime(hookcode_env, counting_tool(body))
-    call, ctx = _call(runtime, "count", {"name": "x"})
-    ctx.abort.abort()
-    outcome = asyncio.run(invoke(call, ctx))
+    call, abort = _call(runtime, "count", {"name": "x"})
+    abort.abort()
+    outcome = asyncio.run(invoke(runtime, call, abort=abort))
     assert isinstance(outcome.error, ToolAborted)
     assert outcome.error_text == "Tool execution aborted"
     assert body.runs == 0
@@ -736,13 +737,13 @@ def test_abort_while_running(hookcode_env: Any) -> None:
         return "never"
 
     runtime = make_runtime(hookcode_env, waits)
-    call, ctx = _call(runtime, "waits")
+    call, abort = _call(runtime, "waits")
 
     async def scenario() -> Any:
         state["started"] = started()
-        task = asyncio.ensure_future(invoke(call, ctx))
+        task = asyncio.ensure_future(invoke(runtime, call, abort=abort))
         await asyncio.wait_for(state["started"].wait(), 5)
-        ctx.abort.abort("ctrl-c")
+        abort.abort("ctrl-c")
         return await asyncio.wait_for(task, 5)
 
     outcome = asyncio.run(scenario())
@@ -895,9 +896,9 @@ def test_error_hook_cannot_recover_a_deny(hookcode_env: Any) -> None:
 def test_error_hook_cannot_recover_an_abort(hookcode_env: Any) -> None:
     recover = Recover()
     runtime = make_runtime(hookcode_env, counting_tool(Body()), plugins=(recover,))
-    call, ctx = _call(runtime, "count", {"name": "x"})
-    ctx.abort.abort()
-    outcome = asyncio.run(invoke(call, ctx))
+    call, abort = _call(runtime, "count", {"name": "x"})
+    abort.abort()
+    outcome = asyncio.run(invoke(runtime, call, abort=abort))
     assert isinstance(outcome.error, ToolAborted)
     assert isinstance(recover.errors[0], ToolAborted)
 
@@ -1229,3 +1230,90 @@ def test_event_hook_sees_tool_events(hookcode_env: Any) -> None:
     tool_events = [kind for kind in seen if kind.startswith("tool.")]
     assert tool_events[-2:] == ["tool.started", "tool.completed"]
     assert "permission.decided" in seen  # the pre-check's allow
+
+
+# ---------------------------------------------------------------------------------------------
+# the context invoke builds: ctx.call, ctx.tool, ctx.args, ctx.parent; Runtime.call_tool
+# ---------------------------------------------------------------------------------------------
+
+
+def test_hooks_and_the_tool_see_the_call_the_tool_and_the_validated_arguments(
+    hookcode_env: Any,
+) -> None:
+    seen: list[tuple[str, Any, Any, Any]] = []
+
+    class Seer:
+        plugin_name = "seer"
+
+        @hookimpl
+        def tool_execute_before(self, call: ToolCall, ctx: ToolContext) -> None:
+            seen.append(("before", ctx.call is call, ctx.tool, ctx.args))
+
+        @hookimpl
+        def tool_execute_after(self, call: ToolCall, result: ToolResult, ctx: ToolContext) -> None:
+            seen.append(("after", ctx.call is call, ctx.tool, ctx.args))
+
+    @tool
+    async def typed(ctx: ToolContext, path: Path, n: int = 2) -> str:
+        """Typed."""
+        seen.append(("tool", ctx.call.args, ctx.tool, ctx.args))
+        return f"{ctx.session_id == ctx.call.session_id} {ctx.call_id == ctx.call.call_id}"
+
+    runtime = make_runtime(hookcode_env, typed, plugins=(Seer(),))
+    outcome = invoke_tool(runtime, "TYPED", {"path": "a/b"})
+    assert outcome.result.output == "True True"
+    assert [(where, same) for where, same, _, _ in seen] == [
+        ("before", True),
+        ("tool", {"path": "a/b", "n": 2}),
+        ("after", True),
+    ]
+    for _, _, resolved, args in seen:
+        assert resolved is typed and str(resolved) == "typed"
+        assert isinstance(args, typed.args_model)
+        assert (args.path, args.n) == (Path("a/b"), 2)  # Python names and types
+
+
+def test_a_sub_call_knows_its_parent_and_follows_its_abort(hookcode_env: Any) -> None:
+    contexts: dict[str, ToolContext] = {}
+
+    @tool
+    async def inner(ctx: ToolContext) -> str:
+        """Inner."""
+        contexts["inner"] = ctx
+        return "inner"
+
+    @tool
+    async def outer(ctx: ToolContext) -> str:
+        """Outer."""
+        contexts["outer"] = ctx
+        return (await ctx.invoke("inner")).output
+
+    runtime = make_runtime(hookcode_env, outer, inner)
+    outcome = invoke_tool(runtime, "outer")
+    assert outcome.result.output == "inner"
+    outer_ctx, inner_ctx = contexts["outer"], contexts["inner"]
+    assert outer_ctx.parent is None and inner_ctx.parent is outer_ctx
+    assert inner_ctx.call.parent_call_id == outer_ctx.call_id == outcome.call.call_id
+    assert (inner_ctx.session_id, inner_ctx.agent) == (outer_ctx.session_id, outer_ctx.agent)
+    assert inner_ctx.abort is not outer_ctx.abort
+    outer_ctx.abort.abort("stop")
+    assert inner_ctx.abort.is_set() and inner_ctx.abort.reason == "stop"
+
+
+def test_runtime_call_tool_runs_one_call_in_a_new_or_given_session(hookcode_env: Any) -> None:
+    body = Body()
+    runtime = make_runtime(hookcode_env, counting_tool(body))
+    outcome = asyncio.run(runtime.call_tool("count", '{"name": "x"}'))
+    assert outcome.ok and outcome.result.output == "x x1"
+    assert outcome.call.agent == runtime.default_agent
+    session = runtime.store.get_session(outcome.call.session_id)
+    assert session is not None and session.title == "invoke count"
+    again = asyncio.run(
+        runtime.call_tool("count", {"name": "y"}, session_id=session.id, agent="plan")
+    )
+    assert (again.call.session_id, again.call.agent) == (session.id, "plan")
+    abort = AbortSignal()
+    abort.abort()
+    stopped = asyncio.run(runtime.call_tool("count", {"name": "z"}, abort=abort))
+    assert isinstance(stopped.error, ToolAborted)
+    assert body.runs == 2

@@ -8,7 +8,7 @@ import sys
 from pathlib import Path
 
 import pytest
-from hookcode import Rule, ToolContext, hookimpl, tool
+from hookcode import Rule, ToolCall, ToolContext, hookimpl, tool
 from hookcode.errors import HookcodeError
 from hookcode.session import run_session
 from hookcode.testing import ReplyWith, ScriptedModel, ToolCallSpec, Turn
@@ -278,7 +278,7 @@ def test_external_directory_check_on_the_context(hookcode_env, tmp_path):
     from hookcode.tools import ToolContext
 
     rt = hookcode_env.runtime()
-    ctx = ToolContext(rt, session_id="s", call_id="c")
+    ctx = ToolContext(rt, ToolCall("read", {}, "c", "s"))
     outside = tmp_path / "elsewhere"
     outside.mkdir()
     (outside / "f.txt").write_text("x")

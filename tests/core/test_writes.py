@@ -7,7 +7,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from hookcode import ToolContext
+from hookcode import ToolCall, ToolContext
 from hookcode.errors import ToolError
 from hookcode.writes import edit_request, write_target
 
@@ -84,7 +84,7 @@ def test_what_cannot_be_written_is_one_line_naming_the_culprit(
 
 def context(env: Any) -> ToolContext:
     rt = env.runtime()
-    return ToolContext(rt, session_id=rt.create_session().id, call_id="c")
+    return ToolContext(rt, ToolCall("write", {}, "c", rt.create_session().id))
 
 
 def test_edit_request_patterns_protected_entries_and_always(hookcode_env: Any) -> None:

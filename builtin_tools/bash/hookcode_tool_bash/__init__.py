@@ -101,7 +101,7 @@ def _settings(ctx: ToolContext) -> Any:
 def _limits(ctx: ToolContext) -> tuple[int, int]:
     limits = ctx.runtime.config.core.truncation
     max_lines, max_bytes = limits.max_lines, limits.max_bytes
-    own = limits.tools.get(ctx.tool or "bash") or limits.tools.get("bash")
+    own = limits.tools.get(ctx.call.tool) or limits.tools.get("bash")
     if own is not None:
         max_lines = own.max_lines or max_lines
         max_bytes = own.max_bytes or max_bytes

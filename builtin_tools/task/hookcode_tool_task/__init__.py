@@ -103,9 +103,8 @@ class TaskTool(Tool):
         ] = None,
         command: Annotated[str | None, "The command that triggered this task"] = None,
     ) -> ToolResult:
+        from hookcode import AbortSignal, SessionLoop
         from hookcode.errors import ToolAborted, ToolError
-        from hookcode.session import SessionLoop
-        from hookcode.tools import AbortSignal
 
         runtime = ctx.runtime
         spec = runtime.agents().get(subagent_type)

@@ -1,8 +1,10 @@
 """The ``hookcode`` command line (typer).
 
 Global options go before the command: ``hookcode [-C DIR] [--strict-plugins] COMMAND ...``.
-Plugins may add commands through the ``cli(app)`` hook. Exit codes: 0 ok; 1 failed, refused,
-invalid input or invalid config; 2 for argument parsing errors only.
+Plugins may add commands through the ``cli(app)`` hook; their commands end with :func:`fail`
+(a one-line error, exit code 1) and print JSON with :func:`print_json`, as core's commands do.
+Exit codes: 0 ok; 1 failed, refused, invalid input or invalid config; 2 for argument parsing
+errors only.
 """
 
 from __future__ import annotations
@@ -11,9 +13,10 @@ import sys
 from collections.abc import Sequence
 
 from hookcode.cli.app import build_app, parse_globals
+from hookcode.cli.state import fail, print_json
 from hookcode.errors import HookcodeError
 
-__all__ = ["main"]
+__all__ = ["fail", "main", "print_json"]
 
 
 def main(argv: Sequence[str] | None = None) -> int:

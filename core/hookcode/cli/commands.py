@@ -153,8 +153,6 @@ def register(app: typer.Typer, state: CliState) -> None:
         SIGHUP abort the call (its processes are killed, the call is stored as aborted)."""
         import asyncio
 
-        from hookcode.testing import ainvoke_tool
-
         if args_json == "-":
             args_json = sys.stdin.read()
         rt = runtime(yes=yes, ask_trust=True)
@@ -174,8 +172,7 @@ def register(app: typer.Typer, state: CliState) -> None:
             for signum in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP):
                 with contextlib.suppress(NotImplementedError, RuntimeError, ValueError):
                     loop.add_signal_handler(signum, abort.abort, "interrupted")
-            return await ainvoke_tool(
-                rt,
+            return await rt.call_tool(
                 name,
                 args_json if args_json is not None else {},
                 agent=agent_name,

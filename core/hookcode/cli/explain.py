@@ -20,9 +20,10 @@ __all__ = ["explain"]
 
 
 def explain(rt: Runtime, agent: str, permission: str, pattern: str, *, as_json: bool) -> None:
-    from hookcode.tools import EDIT_PERMISSION, ToolContext
+    from hookcode.tools import EDIT_PERMISSION, ToolCall, ToolContext
 
-    ctx = ToolContext(rt, session_id="", call_id="explain", agent=agent)
+    # no tool, no session: a context for the plugins that take the pattern apart
+    ctx = ToolContext(rt, ToolCall(tool="", args={}, call_id="explain", session_id="", agent=agent))
     plan = rt.plugins.call_first("permission_plan", permission=permission, pattern=pattern, ctx=ctx)
     if plan is not None:
         _planned(rt, agent, permission, pattern, plan, as_json)

@@ -103,6 +103,7 @@ def fail(message: str, code: int = 1) -> typer.Exit:
 
 
 def print_json(data: Any) -> None:
+    """Print ``data`` as indented JSON on stdout (what ``--json`` options print)."""
     import json
 
     typer.echo(json.dumps(data, indent=2, default=str, ensure_ascii=False))

@@ -23,21 +23,28 @@ import json
 import os
 from collections.abc import Mapping
 from pathlib import Path
-from typing import Any, NoReturn
+from typing import TYPE_CHECKING, Any, NoReturn
 
 from hookcode.permission import Reply
 from hookcode.plugins import hookimpl
-from hookcode.testing.scripted import ScriptedModel, ToolCallSpec, Turn
+from hookcode.testing.scripted import ScriptedModel, ScriptError, ToolCallSpec, Turn, parse_script
+
+if TYPE_CHECKING:
+    from hookcode.pipeline import Outcome
+    from hookcode.runtime import Runtime
+    from hookcode.tools import AbortSignal
 
 __all__ = [
     "HookcodeEnv",
     "ReplyWith",
+    "ScriptError",
     "ScriptedModel",
     "ToolCallSpec",
     "Turn",
     "ainvoke_tool",
     "invoke_tool",
     "missing",
+    "parse_script",
 ]
 
 
@@ -66,47 +73,26 @@ class ReplyWith:
 
 
 async def ainvoke_tool(
-    runtime: Any,
+    runtime: Runtime,
     name: str,
     args: Mapping[str, Any] | str | None = None,
     *,
     agent: str | None = None,
     session_id: str | None = None,
     model: str | None = None,
-    abort: Any = None,
-) -> Any:
-    """Run one call through ``pipeline.invoke`` in a (new) session; returns the Outcome.
-    ``abort`` (an ``AbortSignal``) aborts the call when it fires."""
-    from hookcode.pipeline import invoke
-    from hookcode.tools import ToolCall, ToolContext
-
-    agent_name: str = agent or runtime.default_agent
-    if session_id is None:
-        session_id = runtime.create_session(title=f"invoke {name}", agent=agent_name).id
-    assert session_id is not None
-    call = ToolCall(
-        tool=name,
-        args=dict(args) if isinstance(args, Mapping) else (args if args is not None else {}),
-        call_id=runtime.new_id("call"),
-        session_id=session_id,
-        agent=agent_name,
-        model=model,
+    abort: AbortSignal | None = None,
+) -> Outcome:
+    """Run one call through the whole pipeline in a (new) session: :meth:`Runtime.call_tool
+    <hookcode.runtime.Runtime.call_tool>`. Returns the Outcome; ``abort`` aborts the call when
+    it fires."""
+    return await runtime.call_tool(
+        name, args, agent=agent, session_id=session_id, model=model, abort=abort
     )
-    ctx = ToolContext(
-        runtime,
-        session_id=session_id,
-        call_id=call.call_id,
-        agent=agent_name,
-        model=model,
-        tool=name,
-        abort=abort,
-    )
-    return await invoke(call, ctx)
 
 
 def invoke_tool(
-    runtime: Any, name: str, args: Mapping[str, Any] | str | None = None, **kwargs: Any
-) -> Any:
+    runtime: Runtime, name: str, args: Mapping[str, Any] | str | None = None, **kwargs: Any
+) -> Outcome:
     """Sync :func:`ainvoke_tool` (runs its own event loop)."""
     import asyncio
 

@@ -14,7 +14,7 @@ PATH_HELP = "The log to read (default: [audit] path, else <data dir>/audit.jsonl
 def _path(ctx: typer.Context, given: str | None) -> Path:
     if given:
         return Path(given).expanduser()
-    from hookcode.cli.state import fail
+    from hookcode.cli import fail
     from hookcode.errors import HookcodeError
     from hookcode.runtime import Runtime
 
@@ -51,7 +51,7 @@ def register(app: typer.Typer) -> None:
         as_json: bool = typer.Option(False, "--json", help="Print JSON."),
     ) -> None:
         """Check the hash chain: exit 0 when intact, 1 naming the first broken line."""
-        from hookcode.cli.state import print_json
+        from hookcode.cli import print_json
 
         from hookcode_audit.chain import verify
 
@@ -76,7 +76,7 @@ def register(app: typer.Typer) -> None:
         """Print the last records of the audit log."""
         import json
 
-        from hookcode.cli.state import fail
+        from hookcode.cli import fail
 
         from hookcode_audit.chain import read_records
 

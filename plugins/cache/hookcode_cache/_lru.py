@@ -106,8 +106,7 @@ class _Cache:
     def plan(self, call: ToolCall, ctx: ToolContext) -> _Plan | None:
         if call.tool not in self.tools or not isinstance(call.args, dict):
             return None
-        tool = getattr(ctx, "_tool_obj", None)
-        permission = getattr(tool, "permission_name", None) or call.tool
+        permission = ctx.tool.permission_name if ctx.tool is not None else call.tool
         if permission in WRITE_PERMISSIONS:
             self.warn(f"'{call.tool}' asks the '{permission}' permission, so it is never cached")
             return None

@@ -10,7 +10,7 @@ from collections.abc import Callable, Mapping
 from pathlib import Path
 from types import ModuleType
 
-from hookcode.tools import _NAME_RE, FunctionTool, Tool
+from hookcode.tools import FunctionTool, Tool, valid_tool_name
 
 __all__ = ["load_file", "load_tools", "project_files", "tool_dirs"]
 
@@ -99,7 +99,7 @@ def load_file(path: Path, *, warn: Callable[[str], None]) -> list[Tool]:
     tools = []
     for attr, value in found:
         name = path.stem if len(found) == 1 else f"{path.stem}_{attr}"
-        if not _NAME_RE.match(name):
+        if not valid_tool_name(name):
             warn(
                 f"local tool file {path}: {name!r} is not a valid tool name (letters, digits, "
                 "'_' and '-', at most 64 characters); rename the file or the function; skipped"

@@ -24,7 +24,7 @@ def register(app: typer.Typer) -> None:
         as_json: bool = typer.Option(False, "--json", help="Print JSON."),
     ) -> None:
         """List the MCP servers with their status (connected, failed, needs_auth...) and tools."""
-        from hookcode.cli.state import print_json
+        from hookcode.cli import print_json
 
         from hookcode_mcp import close, status
 
@@ -71,7 +71,7 @@ def register(app: typer.Typer) -> None:
         The tokens go to <data dir>/mcp-auth.json (mode 0600); they are refreshed as needed."""
         import asyncio
 
-        from hookcode.cli.state import fail
+        from hookcode.cli import fail
 
         from hookcode_mcp._auth import AuthStore
         from hookcode_mcp._client import quiet_sdk_logger
@@ -109,7 +109,7 @@ def register(app: typer.Typer) -> None:
         """Remove the stored OAuth login of MCP server NAME."""
         import os
 
-        from hookcode.cli.state import fail
+        from hookcode.cli import fail
         from hookcode.errors import HookcodeError
         from hookcode.runtime import data_dir_for
 
@@ -127,7 +127,7 @@ def register(app: typer.Typer) -> None:
 
 
 def _runtime(ctx: typer.Context) -> Any:
-    from hookcode.cli.state import fail
+    from hookcode.cli import fail
     from hookcode.errors import HookcodeError
     from hookcode.runtime import Runtime
 
@@ -139,7 +139,7 @@ def _runtime(ctx: typer.Context) -> Any:
 
 def _remote_server(runtime: Any, name: str) -> Any:
     """The config of remote server ``name`` that may log in with OAuth, else a clear error."""
-    from hookcode.cli.state import fail
+    from hookcode.cli import fail
 
     from hookcode_mcp import _configured
 

@@ -148,14 +148,14 @@ class Server:
         return self.config.timeout / 1000.0
 
     def to_dict(self) -> dict[str, Any]:
-        from hookcode.tools import _NAME_RE
+        from hookcode.tools import valid_tool_name
 
         registry = self.manager.registry_names() or {}
         tools = []
         for tool in self.tools:
             holder = registry.get(tool.name)
             skipped = None
-            if not _NAME_RE.match(tool.name):
+            if not valid_tool_name(tool.name):
                 skipped = "not a valid tool name (letters, digits, '_' and '-', at most 64)"
             elif holder is not None and holder is not tool:
                 skipped = f"the name is taken by plugin {getattr(holder, 'plugin', None)!r}"

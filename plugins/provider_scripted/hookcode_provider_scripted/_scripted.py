@@ -8,7 +8,7 @@ from collections.abc import Mapping
 from pathlib import Path
 
 from hookcode.providers import ModelInfo, ModelRequest
-from hookcode.testing.scripted import (
+from hookcode.testing import (
     ScriptedModel,
     ScriptError,
     ToolCallSpec,

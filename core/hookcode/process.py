@@ -89,7 +89,15 @@ class Child:
     runs."""
 
     def __init__(
-        self, ctl: int, status: int, stdout: int, stdin: int | None, stderr: int | None
+        self,
+        ctl: int,
+        status: int,
+        stdout: int,
+        stdin: int | None,
+        stderr: int | None,
+        *,
+        program: str = "",
+        cwd: str = "",
     ) -> None:
         self.ctl: int | None = ctl
         self.status: int | None = status
@@ -107,6 +115,8 @@ class Child:
         self.commands_killed = 0
         self._buffer = b""
         self._failure: OSError | None = None
+        self._program = program
+        self._cwd = cwd
 
     # -- status -------------------------------------------------------------------------------
     @property
@@ -138,7 +148,12 @@ class Child:
             self.pid, self.start = int(pid), int(start or 0)
         elif kind == "f":
             number, _, text = rest.partition(" ")
-            self._failure = OSError(int(number) if number.isdigit() else 0, text)
+            # the keeper fails at its chdir to the working directory or at the exec
+            cwd = self._cwd
+            where = cwd if cwd and not (os.path.isdir(cwd) and os.access(cwd, os.X_OK)) else None
+            self._failure = OSError(
+                int(number) if number.isdigit() else 0, text, where or self._program or None
+            )
         elif kind == "x":
             self.returncode = int(rest)
         elif kind == "g":
@@ -583,7 +598,15 @@ class Processes:
                     os.close(fd)
         # not waiting for the command to start: its output, exit status or failure come
         # through the pipes (Child.poll, Child.started)
-        return Child(ctl, status, stdout, stdin_fd, stderr_fd)
+        return Child(
+            ctl,
+            status,
+            stdout,
+            stdin_fd,
+            stderr_fd,
+            program=str(argv[0]) if argv else "",
+            cwd=str(cwd),
+        )
 
     async def spawn_async(
         self,

@@ -22,7 +22,9 @@ double-forked children too) stays findable and dies with it.
 There is no kill of a tree by pid from outside: a ``setsid`` or double-forked descendant is
 re-parented to init and no walk from the pid finds it; only the keeper (a subreaper) does.
 ``rg`` (:mod:`hookcode_ripgrep`) is the one process started otherwise: it starts no children,
-so killing its pid kills its tree (see docs/processes.md).
+so killing its pid kills its tree (see docs/processes.md). ``psutil`` is not used: the
+``/proc`` reading lives in the guardian, which runs as ``python -I -S`` and can import only the
+standard library, so psutil would be a second copy, not a replacement.
 
 POSIX only (the guardian forks, and pipes travel over a Unix socket).
 """

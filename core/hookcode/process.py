@@ -27,6 +27,10 @@ so killing its pid kills its tree (see docs/processes.md). ``psutil`` is not use
 standard library, so psutil would be a second copy, not a replacement.
 
 POSIX only (the guardian forks, and pipes travel over a Unix socket).
+
+The module is longer than the project's modules usually are because it is the one public
+face of processes: :class:`Child` and :class:`AsyncChild` are two readings of the same keeper
+pipes, and :class:`Processes` makes both; apart they would share private protocol details.
 """
 
 from __future__ import annotations

@@ -1,7 +1,7 @@
 """The process guardian: every command a tool starts lives below it, and nothing it started
 outlives hookcode (POSIX; the process-tree parts need Linux: ``/proc`` and ``prctl``).
 
-This module runs in its own process, started by :mod:`hookcode.processes` once per runtime
+This module runs in its own process, started by :mod:`hookcode.process` once per runtime
 as ``python -I -S guardian.py FD PARENT``; it imports the standard library only (hookcode
 also imports it for the ``/proc`` helpers and :func:`sweep`). The guardian is in a session of
 its own, so neither a terminal's signals nor a kill of hookcode's process group reach it.

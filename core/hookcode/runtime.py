@@ -38,7 +38,7 @@ if TYPE_CHECKING:
     from hookcode.config import Config
     from hookcode.permission import PermissionRequest
     from hookcode.pipeline import Outcome
-    from hookcode.processes import Processes
+    from hookcode.process import Processes
     from hookcode.protected import ProtectedPaths
     from hookcode.providers import Provider
     from hookcode.secrets import Secrets
@@ -210,9 +210,9 @@ class Runtime:
     def processes(self) -> Processes:
         """The guardian of the processes this runtime's tools start (bash, shell hooks): they
         live below it, and it kills them all when the runtime closes or hookcode dies
-        (:mod:`hookcode.processes`). Started on first spawn."""
+        (:mod:`hookcode.process`). Started on first spawn."""
         if self._processes is None:
-            from hookcode.processes import Processes
+            from hookcode.process import Processes
 
             self._processes = Processes(self.data_dir / "processes", warn=self.plugins.warn)
         return self._processes

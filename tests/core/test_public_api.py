@@ -317,7 +317,7 @@ def test_the_private_name_check_finds_each_kind_of_reach() -> None:
         import hookcode.cli.state
         from hookcode import tools
         from hookcode.tools import _NAME_RE, Tool, ToolContext
-        from hookcode.processes import guardian
+        from hookcode.process import guardian
         from hookcode.tools import _normpath as normpath
         from hookcode.tools import ReadRules, _last_rule
 
@@ -338,7 +338,7 @@ def test_the_private_name_check_finds_each_kind_of_reach() -> None:
     assert whats == [
         "hookcode.cli.state is internal to hookcode.cli (not in its __all__)",
         "private name hookcode.tools._NAME_RE",
-        "hookcode.processes.guardian is not in hookcode.processes.__all__",
+        "hookcode.process.guardian is not in hookcode.process.__all__",
         "private name hookcode.tools._normpath",
         "private name hookcode.tools._last_rule",
         "private name hookcode.tools._NAME_RE",

@@ -8,7 +8,7 @@ into the truncation layer's streaming writer (memory stays bounded), and a live 
 published through ``ctx.metadata`` at most every :data:`PREVIEW_INTERVAL` seconds.
 
 Shells are started below the runtime's process guardian (``runtime.processes``,
-:mod:`hookcode.processes`): every process they start stays below the shell's keeper, which
+:mod:`hookcode.process`): every process they start stays below the shell's keeper, which
 kills the whole tree on a timeout or abort, and nothing survives hookcode.
 
 A one-shot call ends when the shell exits. Background processes may still hold the pipe
@@ -34,7 +34,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from hookcode.guardian import GRACE_SECONDS, TOKEN_VAR
-from hookcode.processes import KILL_WAIT, Child, Processes, uptime_ticks
+from hookcode.process import KILL_WAIT, Child, Processes, uptime_ticks
 
 #: seconds between two live previews
 PREVIEW_INTERVAL = 0.1
@@ -532,7 +532,7 @@ class PersistentShell:
         command file, so nothing after the killed process runs. The signal goes first: bash
         runs the trap as soon as its foreground child is gone. The keeper kills the
         command's processes: those carrying its token, and the shell's children started
-        since ``begin`` (see :meth:`hookcode.processes.Child.kill_command`); earlier
+        since ``begin`` (see :meth:`hookcode.process.Child.kill_command`); earlier
         background jobs stay.
         """
         if not self.interruptible:

@@ -6,8 +6,11 @@ notifications, and a few server-to-client requests to answer. That is ~300 lines
 with no dependency, no import cost (``lsprotocol`` pulls in ``attrs`` and ``cattrs`` and
 structures every message into classes we would turn straight back into JSON), and full control
 over what matters here: noticing that the server died (EOF, exit code, the tail of its
-stderr), failing every pending request at once, and killing the server's whole process group
-(``basedpyright-langserver`` is a Python script that runs ``node`` as a child).
+stderr), failing every pending request at once, and killing the server's whole process tree
+(``basedpyright-langserver`` is a Python script that runs ``node`` as a child). The server runs
+below the runtime's process guardian (:mod:`hookcode.process`): its tree, ``setsid`` and
+double-forked children included, dies when the client kills it, when the runtime closes and
+when hookcode dies.
 
 Messages are ``Content-Length: N\\r\\n\\r\\n`` followed by N bytes of UTF-8 JSON. Everything
 in this module runs on one event loop (the plugin's background loop); nothing is thread-safe.
@@ -19,14 +22,15 @@ import asyncio
 import contextlib
 import json
 import os
-import signal
-import sys
 from collections import deque
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 from urllib.parse import unquote, urlparse
+
+if TYPE_CHECKING:
+    from hookcode.process import AsyncChild, Processes
 
 __all__ = ["LspClient", "LspError", "ServerGone", "path_to_uri", "uri_to_path"]
 
@@ -108,14 +112,19 @@ class LspClient:
         *,
         env: Mapping[str, str] | None = None,
         initialization_options: Any = None,
+        processes: Processes | None = None,
     ) -> None:
+        """``processes``: the guardian to start the server below (the runtime's); without
+        one the client starts its own, stopped by :meth:`kill`."""
         self.name = name
         self.command = list(command)
         self.root = root
         self.env = dict(os.environ if env is None else env)
         self.initialization_options = initialization_options
         self.capabilities: dict[str, Any] = {}
-        self.proc: asyncio.subprocess.Process | None = None
+        self.proc: AsyncChild | None = None
+        self._processes = processes
+        self._own_processes: Processes | None = None
         self.exit_code: int | None = None
         self.documents: dict[str, Document] = {}
         self.publications: dict[str, Publication] = {}
@@ -146,20 +155,13 @@ class LspClient:
         """Spawn the server and run ``initialize`` / ``initialized``; raise :class:`ServerGone`
         (with the reason) when it cannot be started or dies first, TimeoutError when
         ``initialize`` takes longer than ``timeout`` seconds (the server is then killed)."""
-        from hookcode.childwatch import ensure_child_watcher
+        processes = self._processes
+        if processes is None:
+            from hookcode.process import Processes
 
-        ensure_child_watcher()  # no thread per child process on Python 3.11
+            processes = self._own_processes = Processes()
         try:
-            self.proc = await asyncio.create_subprocess_exec(
-                *self.command,
-                stdin=asyncio.subprocess.PIPE,
-                stdout=asyncio.subprocess.PIPE,
-                stderr=asyncio.subprocess.PIPE,
-                cwd=str(self.root),
-                env=self.env,
-                start_new_session=True,  # its own process group: node children die with it
-                preexec_fn=_die_with_parent(),
-            )
+            self.proc = await processes.spawn_async(self.command, cwd=str(self.root), env=self.env)
         except OSError as exc:
             self._gone = ServerGone(f"could not run {self.command[0]}: {exc.strerror or exc}")
             self._exited.set()
@@ -188,7 +190,7 @@ class LspClient:
         await self.notify("initialized", {})
 
     async def shutdown(self, timeout: float = 2.0) -> None:
-        """``shutdown`` then ``exit``; the process group is killed if it lingers."""
+        """``shutdown`` then ``exit``; the process tree is killed (what lingers of it)."""
         self._closing = True
         if self.alive:
             with contextlib.suppress(Exception):
@@ -199,16 +201,18 @@ class LspClient:
         await self.kill()
 
     async def kill(self) -> None:
-        """Kill the server's process group and wait for it."""
+        """Kill the server's process tree and wait until it is gone."""
         self._closing = True
         proc = self.proc
         if proc is not None:
-            _kill_group(proc.pid)
-            with contextlib.suppress(Exception):
-                await asyncio.wait_for(proc.wait(), 2)
+            await proc.kill()
         self._lose(ServerGone(self.exit_reason()))
         for task in self._tasks:
             task.cancel()
+        if proc is not None:
+            proc.close()
+        if self._own_processes is not None:
+            self._own_processes.close()
 
     def exit_reason(self) -> str:
         """Why the server is gone, for messages: its exit status and last stderr line."""
@@ -305,12 +309,8 @@ class LspClient:
         proc = self.proc
         with contextlib.suppress(TimeoutError):
             self.exit_code = await asyncio.wait_for(proc.wait(), 1)
-        if self.exit_code is None:
-            _kill_group(proc.pid)
-            with contextlib.suppress(Exception):
-                self.exit_code = await asyncio.wait_for(proc.wait(), 1)
-        else:
-            _kill_group(proc.pid)  # whatever it left behind in its group
+        await proc.kill()  # the server if it lingers, and whatever it left behind
+        self.exit_code = proc.returncode
         # let the stderr reader take the last lines before the reason is worded
         with contextlib.suppress(Exception):
             await asyncio.wait_for(asyncio.shield(self._tasks[1]), 0.5)
@@ -538,28 +538,3 @@ class LspClient:
     def diagnostics(self) -> dict[str, list[dict[str, Any]]]:
         """Every document's latest diagnostics, by absolute path."""
         return {uri_to_path(uri): p.diagnostics for uri, p in self.publications.items()}
-
-
-def _die_with_parent() -> Any:
-    """On Linux, a ``preexec_fn`` that has the server killed when hookcode dies without
-    shutting it down (SIGKILL): ``prctl(PR_SET_PDEATHSIG, SIGKILL)``. Its own children (node
-    under a Python wrapper) see their stdin close and follow. ctypes is loaded here, in the
-    parent: the child only calls the function."""
-    if not sys.platform.startswith("linux"):
-        return None
-    try:
-        import ctypes
-
-        prctl = ctypes.CDLL(None, use_errno=True).prctl
-    except (OSError, AttributeError):
-        return None
-
-    def preexec() -> None:
-        prctl(1, signal.SIGKILL)  # PR_SET_PDEATHSIG
-
-    return preexec
-
-
-def _kill_group(pid: int) -> None:
-    with contextlib.suppress(ProcessLookupError, PermissionError, OSError):
-        os.killpg(pid, signal.SIGKILL)

@@ -242,8 +242,12 @@ class Manager:
         env: Mapping[str, str],
         cwd: Path,
         worktree: Path,
+        processes: Any = None,
     ) -> None:
+        """``processes``: the runtime's :class:`hookcode.process.Processes`, which the servers
+        run below (without it each client starts a guardian of its own)."""
         self.settings = settings
+        self.processes = processes
         self.env = dict(env)
         self.cwd = cwd
         self.worktree = worktree
@@ -261,7 +265,11 @@ class Manager:
     @classmethod
     def from_runtime(cls, runtime: Any) -> Manager:
         return cls(
-            settings_of(runtime.config), env=runtime.env, cwd=runtime.cwd, worktree=runtime.worktree
+            settings_of(runtime.config),
+            env=runtime.env,
+            cwd=runtime.cwd,
+            worktree=runtime.worktree,
+            processes=runtime.processes,
         )
 
     # -- which servers ------------------------------------------------------------------------
@@ -376,7 +384,12 @@ class Manager:
         key = (spec.name, root)
         env = {**self.env, **dict(spec.env)}
         client = LspClient(
-            spec.name, spec.command, root, env=env, initialization_options=spec.initialization
+            spec.name,
+            spec.command,
+            root,
+            env=env,
+            initialization_options=spec.initialization,
+            processes=self.processes,
         )
         self.starts[spec.name] = self.starts.get(spec.name, 0) + 1
         timeout = float(self.settings.start_timeout)

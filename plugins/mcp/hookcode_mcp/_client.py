@@ -346,19 +346,24 @@ class Server:
             self._stop.set()  # wind the session down
 
     async def _local(self, stack: contextlib.AsyncExitStack) -> Any:
-        from hookcode.childwatch import ensure_child_watcher
-        from mcp.client.stdio import StdioServerParameters, stdio_client
+        """Over stdio, the server started below the runtime's process guardian (see
+        :mod:`hookcode_mcp._stdio`)."""
+        from hookcode_mcp._stdio import stdio_transport
 
-        ensure_child_watcher()  # no thread per server process on Python 3.11
         command = list(self.config.command or [])
         env = {**self.manager.env, **self.config.environment}
-        params = StdioServerParameters(
-            command=command[0], args=command[1:], env=env, cwd=str(self.manager.cwd)
-        )
         errlog = self._open_log()
         stack.callback(errlog.close)
         self.transport = "stdio"
-        return await stack.enter_async_context(stdio_client(params, errlog=errlog))
+        return await stack.enter_async_context(
+            stdio_transport(
+                self.manager.processes,
+                command,
+                cwd=str(self.manager.cwd),
+                env=env,
+                errlog=errlog.fileno(),
+            )
+        )
 
     async def _remote(self, stack: contextlib.AsyncExitStack) -> Any:
         """Streamable HTTP; when that fails (other than unauthorised), SSE."""
@@ -654,6 +659,8 @@ class Manager:
         self.cwd = runtime.cwd
         self.env = dict(runtime.env)
         self.data_dir = runtime.data_dir
+        #: the guardian local servers run below
+        self.processes = runtime.processes
         self.log_dir = runtime.data_dir / "log"
         self._warn: Callable[[str], None] = runtime.plugins.warn
         self.servers: dict[str, Server] = {}

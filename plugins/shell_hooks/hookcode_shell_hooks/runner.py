@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from hookcode.processes import Child, Processes
+    from hookcode.process import Child, Processes
 
 __all__ = ["HookRun", "argv_of", "label_of", "run_hook", "run_hook_sync"]
 
@@ -105,18 +105,12 @@ def _run(
 ) -> HookRun:
     """Start the hook below the runtime's process guardian (its whole tree dies on a timeout
     and with hookcode), feed it the event, collect what it says."""
-    import secrets
-
-    from hookcode.guardian import TOKEN_VAR
-
-    token = secrets.token_hex(16)
     data = json.dumps(payload, default=str).encode()
     try:
         child = processes.spawn(
             argv_of(command),
             cwd=cwd,
-            env={**env, TOKEN_VAR: token},
-            token=token,
+            env=env,
             stdin=True,
             separate_stderr=True,
         )

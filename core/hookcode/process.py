@@ -1,17 +1,36 @@
-"""hookcode's side of the process guardian (:mod:`hookcode.guardian`): one per runtime
-(``runtime.processes``), started on the first spawn, stopped with everything below it when the
-runtime closes (and when hookcode dies, by any signal).
+"""Starting and killing processes: the one module tools and plugins use for it (bash, shell
+hooks, language servers, MCP stdio servers).
+
+Every process that may start others runs below the runtime's process guardian
+(:mod:`hookcode.guardian`): one per runtime (``runtime.processes``), started on the first
+spawn, stopped with everything below it when the runtime closes (and when hookcode dies, by any
+signal). Each command gets a keeper, a child subreaper, so its whole tree (``setsid`` and
+double-forked children too) stays findable and dies with it.
 
 * :meth:`Processes.spawn` starts a command below the guardian and returns a :class:`Child`:
   its output pipe(s), its input pipe if asked for, and the keeper's status and command pipes.
   Its process tree is killed by :meth:`Child.kill` (frozen, SIGTERM, 200 ms, SIGKILL), by
   the end of the runtime, or by hookcode's death; what it leaves running in the background
   after the command exits lives until one of those.
+* :meth:`Processes.spawn_async` is the same for asyncio code: an :class:`AsyncChild` with
+  stream reader/writer pipes, ``await wait()`` and ``await kill()``.
 * :meth:`Processes.sweep` kills what runs that died with their guardian left behind (see
   :func:`hookcode.guardian.sweep`); the first spawn of a runtime does it, and so does
   resuming a session (``hookcode run -c``).
+* :func:`pid_alive` tells whether a process (a pid, and its start time where known) still runs.
+
+There is no kill of a tree by pid from outside: a ``setsid`` or double-forked descendant is
+re-parented to init and no walk from the pid finds it; only the keeper (a subreaper) does.
+``rg`` (:mod:`hookcode_ripgrep`) is the one process started otherwise: it starts no children,
+so killing its pid kills its tree (see docs/processes.md). ``psutil`` is not used: the
+``/proc`` reading lives in the guardian, which runs as ``python -I -S`` and can import only the
+standard library, so psutil would be a second copy, not a replacement.
 
 POSIX only (the guardian forks, and pipes travel over a Unix socket).
+
+The module is longer than the project's modules usually are because it is the one public
+face of processes: :class:`Child` and :class:`AsyncChild` are two readings of the same keeper
+pipes, and :class:`Processes` makes both; apart they would share private protocol details.
 """
 
 from __future__ import annotations
@@ -29,10 +48,23 @@ from typing import TYPE_CHECKING
 from hookcode import guardian
 
 if TYPE_CHECKING:
+    import asyncio
     import socket
     import subprocess
 
-__all__ = ["KILL_WAIT", "Child", "Processes", "uptime_ticks"]
+__all__ = [
+    "KILL_WAIT",
+    "AsyncChild",
+    "Child",
+    "GuardianError",
+    "Processes",
+    "pid_alive",
+    "start_time",
+    "uptime_ticks",
+]
+
+pid_alive = guardian.pid_alive
+start_time = guardian.start_time
 
 #: seconds to wait for the guardian to start a command (it starts in tens of milliseconds)
 START_WAIT = 15.0
@@ -63,7 +95,15 @@ class Child:
     runs."""
 
     def __init__(
-        self, ctl: int, status: int, stdout: int, stdin: int | None, stderr: int | None
+        self,
+        ctl: int,
+        status: int,
+        stdout: int,
+        stdin: int | None,
+        stderr: int | None,
+        *,
+        program: str = "",
+        cwd: str = "",
     ) -> None:
         self.ctl: int | None = ctl
         self.status: int | None = status
@@ -81,6 +121,8 @@ class Child:
         self.commands_killed = 0
         self._buffer = b""
         self._failure: OSError | None = None
+        self._program = program
+        self._cwd = cwd
 
     # -- status -------------------------------------------------------------------------------
     @property
@@ -112,7 +154,12 @@ class Child:
             self.pid, self.start = int(pid), int(start or 0)
         elif kind == "f":
             number, _, text = rest.partition(" ")
-            self._failure = OSError(int(number) if number.isdigit() else 0, text)
+            # the keeper fails at its chdir to the working directory or at the exec
+            cwd = self._cwd
+            where = cwd if cwd and not (os.path.isdir(cwd) and os.access(cwd, os.X_OK)) else None
+            self._failure = OSError(
+                int(number) if number.isdigit() else 0, text, where or self._program or None
+            )
         elif kind == "x":
             self.returncode = int(rest)
         elif kind == "g":
@@ -262,6 +309,136 @@ class Child:
                 setattr(self, name, None)
 
 
+class AsyncChild:
+    """A :class:`Child` driven from an asyncio event loop (language servers, MCP stdio
+    servers), made by :meth:`Processes.spawn_async`: ``stdin`` a ``StreamWriter`` (None
+    without a pipe), ``stdout`` and ``stderr`` ``StreamReader`` objects (``stderr`` None when
+    merged or sent to a file). The keeper's status is read by a callback of the loop; use the
+    object on that loop only (:meth:`terminate` excepted)."""
+
+    def __init__(self, child: Child, loop: asyncio.AbstractEventLoop) -> None:
+        self.child = child
+        self.stdin: asyncio.StreamWriter | None = None
+        self.stdout: asyncio.StreamReader | None = None
+        self.stderr: asyncio.StreamReader | None = None
+        self._loop = loop
+        self._transports: list[asyncio.BaseTransport] = []
+        self._waiters: list[asyncio.Future[None]] = []
+        self._watching = child.status is not None
+        if child.status is not None:
+            loop.add_reader(child.status, self._on_status)
+
+    async def _attach(self, limit: int) -> None:
+        import asyncio
+
+        loop, child = self._loop, self.child
+
+        async def reader(fd: int) -> asyncio.StreamReader:
+            stream = asyncio.StreamReader(limit=limit, loop=loop)
+            transport, _ = await loop.connect_read_pipe(
+                lambda: asyncio.StreamReaderProtocol(stream, loop=loop),
+                open(fd, "rb", 0),  # noqa: SIM115 (the transport owns and closes it)
+            )
+            self._transports.append(transport)
+            return stream
+
+        if child.stdout is not None:
+            fd, child.stdout = child.stdout, None  # the transport owns it now
+            self.stdout = await reader(fd)
+        if child.stderr is not None:
+            fd, child.stderr = child.stderr, None
+            self.stderr = await reader(fd)
+        if child.stdin is not None:
+            fd, child.stdin = child.stdin, None
+            transport, protocol = await loop.connect_write_pipe(
+                asyncio.streams.FlowControlMixin,
+                open(fd, "wb", 0),  # noqa: SIM115 (the transport owns and closes it)
+            )
+            self._transports.append(transport)
+            self.stdin = asyncio.StreamWriter(transport, protocol, None, loop)
+
+    # -- status -------------------------------------------------------------------------------
+    def _on_status(self) -> None:
+        self.child.read_status()
+        if self.child.closed:
+            self._unwatch()
+        waiters, self._waiters = self._waiters, []
+        for waiter in waiters:
+            if not waiter.done():
+                waiter.set_result(None)
+
+    def _unwatch(self) -> None:
+        if self._watching and self.child.status is not None:
+            self._watching = False
+            self._loop.remove_reader(self.child.status)
+
+    async def _until(self, ready: Callable[[], bool], timeout: float | None) -> bool:
+        """Wait (reading status as it comes) until ``ready()``, the keeper is gone, or
+        ``timeout`` seconds passed; returns ``ready()``."""
+        import asyncio
+
+        end = None if timeout is None else self._loop.time() + timeout
+        self.child.read_status()
+        while not ready() and not self.child.closed and self._watching:
+            waiter = self._loop.create_future()
+            self._waiters.append(waiter)
+            left = None if end is None else end - self._loop.time()
+            if left is not None and left <= 0:
+                break
+            try:
+                await asyncio.wait_for(waiter, left)
+            except TimeoutError:
+                break
+        return ready()
+
+    @property
+    def pid(self) -> int:
+        """The command's pid (0 until it started)."""
+        return self.child.pid
+
+    @property
+    def returncode(self) -> int | None:
+        """The command's exit code (negative for a signal), None while it runs."""
+        self.child.read_status()
+        return self.child.returncode
+
+    async def started(self, timeout: float = START_WAIT) -> int:
+        """Wait until the command runs; its pid. Raises the OSError of a command that could
+        not start, or GuardianError when the guardian did not answer within ``timeout``."""
+        child = self.child
+        await self._until(lambda: bool(child.pid) or child._failure is not None, timeout)
+        return child.started(0)
+
+    async def wait(self) -> int:
+        """Wait until the command exits; its exit code (what it left running may go on)."""
+        await self._until(lambda: self.child.returncode is not None, None)
+        code = self.child.poll()
+        return -9 if code is None else code  # the keeper vanished before it started
+
+    def terminate(self) -> None:
+        """Ask for the whole tree to be killed, and return at once (from any thread)."""
+        self.child.terminate()
+
+    async def kill(self, timeout: float = KILL_WAIT) -> None:
+        """Kill the whole tree (frozen, SIGTERM, 200 ms, SIGKILL) and wait until it is gone."""
+        child = self.child
+        if child._send(guardian.KILL):
+            await self._until(lambda: child.gone or child.closed, timeout)
+
+    def close(self) -> None:
+        """Close the pipes and stop watching; a tree not killed is then killed by its keeper
+        (it takes the closed command pipe for hookcode's death)."""
+        self._unwatch()
+        for transport in self._transports:
+            transport.close()
+        self._transports = []
+        self.child.close()
+        waiters, self._waiters = self._waiters, []
+        for waiter in waiters:
+            if not waiter.done():
+                waiter.set_result(None)
+
+
 class Processes:
     """One runtime's guardian. ``journal_dir`` (``<data dir>/processes``) is where keepers
     record their trees for :meth:`sweep`; ``warn`` reports problems that do not stop a spawn."""
@@ -349,19 +526,28 @@ class Processes:
         *,
         cwd: str,
         env: Mapping[str, str],
-        token: str,
+        token: str | None = None,
         stdin: bool = False,
         separate_stderr: bool = False,
+        stderr_to: int | None = None,
         session: str | None = None,
     ) -> Child:
-        """Start ``argv`` in ``cwd`` with ``env`` (which should carry ``token`` as
-        ``HOOKCODE_PROC_TOKEN``) in a new session below the guardian. ``stdin``: a pipe
-        (``Child.stdin``), else /dev/null; ``separate_stderr``: stderr in its own pipe, else
-        merged into stdout. Returns at once: :meth:`Child.started` waits for the command to
-        run, and it and :meth:`Child.poll` raise the OSError of exec or chdir when it could
-        not start."""
+        """Start ``argv`` in ``cwd`` with ``env`` in a new session below the guardian.
+        ``token`` marks the command's processes (``HOOKCODE_PROC_TOKEN``; ``env`` should
+        carry it): without one a random token is made and added to the environment.
+        ``stdin``: a pipe (``Child.stdin``), else /dev/null; ``separate_stderr``: stderr in
+        its own pipe, else merged into stdout; ``stderr_to``: stderr written to this open file
+        descriptor (a log file) instead. Returns at once: :meth:`Child.started` waits for the
+        command to run, and it and :meth:`Child.poll` raise the OSError of exec or chdir when
+        it could not start."""
         import marshal
         import socket
+
+        if token is None:
+            import secrets
+
+            token = secrets.token_hex(16)
+            env = {**env, guardian.TOKEN_VAR: token}
 
         mine: list[int] = []
         theirs: list[int] = []
@@ -380,6 +566,9 @@ class Processes:
             stdout = pipe("stdout", ours_reads=True)
             stdin_fd = pipe("stdin", ours_reads=False) if stdin else None
             stderr_fd = pipe("stderr", ours_reads=True) if separate_stderr else None
+            if stderr_to is not None and stderr_fd is None:
+                theirs.append(os.dup(stderr_to))
+                names.append("stderr")
             with self._lock:
                 request = {
                     "argv": [str(a) for a in argv],
@@ -415,7 +604,48 @@ class Processes:
                     os.close(fd)
         # not waiting for the command to start: its output, exit status or failure come
         # through the pipes (Child.poll, Child.started)
-        return Child(ctl, status, stdout, stdin_fd, stderr_fd)
+        return Child(
+            ctl,
+            status,
+            stdout,
+            stdin_fd,
+            stderr_fd,
+            program=str(argv[0]) if argv else "",
+            cwd=str(cwd),
+        )
+
+    async def spawn_async(
+        self,
+        argv: Sequence[str],
+        *,
+        cwd: str,
+        env: Mapping[str, str],
+        stdin: bool = True,
+        separate_stderr: bool = True,
+        stderr_to: int | None = None,
+        limit: int = 1 << 16,
+    ) -> AsyncChild:
+        """:meth:`spawn` for asyncio code: the command's pipes as asyncio streams (``limit``:
+        the line length ``readline`` takes). Returns once the command runs; raises the OSError
+        of a command that could not start (its pipes closed)."""
+        import asyncio
+
+        child = self.spawn(
+            argv,
+            cwd=cwd,
+            env=env,
+            stdin=stdin,
+            separate_stderr=separate_stderr and stderr_to is None,
+            stderr_to=stderr_to,
+        )
+        proc = AsyncChild(child, asyncio.get_running_loop())
+        try:
+            await proc.started()
+            await proc._attach(limit)
+        except BaseException:
+            proc.close()
+            raise
+        return proc
 
     def sweep(self) -> int:
         """Kill what runs that died with their guardian left behind; see

@@ -21,8 +21,12 @@ double-forked children too) stays findable and dies with it.
 
 There is no kill of a tree by pid from outside: a ``setsid`` or double-forked descendant is
 re-parented to init and no walk from the pid finds it; only the keeper (a subreaper) does.
-``rg`` (:mod:`hookcode_ripgrep`) is the one process started otherwise: it starts no children,
-so killing its pid kills its tree (see docs/processes.md). ``psutil`` is not used: the
+``rg`` (:mod:`hookcode_ripgrep`) is the one process started otherwise, directly by its caller:
+it starts no children, so killing its pid kills its tree, and the guardian's round trip would
+double a short search (see docs/processes.md). For such a *direct child* this module gives
+the rest: :class:`DirectKill` (kill it from an abort signal's callback, any thread) and
+:func:`exit_code` (await its exit on a pidfd, no thread), with :func:`ensure_child_watcher`
+for asyncio's own subprocesses. ``psutil`` is not used: the
 ``/proc`` reading lives in the guardian, which runs as ``python -I -S`` and can import only the
 standard library, so psutil would be a second copy, not a replacement.
 
@@ -43,7 +47,7 @@ import threading
 import time
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from hookcode import guardian
 
@@ -56,8 +60,11 @@ __all__ = [
     "KILL_WAIT",
     "AsyncChild",
     "Child",
+    "DirectKill",
     "GuardianError",
     "Processes",
+    "ensure_child_watcher",
+    "exit_code",
     "pid_alive",
     "start_time",
     "uptime_ticks",
@@ -673,3 +680,55 @@ class Processes:
         with self._lock:
             self._closed = True
             self._stop_guardian(CLOSE_WAIT)
+
+
+# -- direct children: started by the caller itself, for programs that start no processes ------
+
+
+class DirectKill:
+    """Kills a direct child (a :class:`subprocess.Popen` or an asyncio process): :meth:`kill`
+    on the loop's thread, :meth:`on_abort` (an abort signal's callback) from any thread,
+    possibly after the call ended (set ``running`` False then: it does nothing)."""
+
+    __slots__ = ("loop", "proc", "running")
+
+    def __init__(self, proc: Any, loop: asyncio.AbstractEventLoop) -> None:
+        self.proc = proc
+        self.loop = loop
+        self.running = True
+
+    def kill(self) -> None:
+        if self.proc.returncode is None:
+            with contextlib.suppress(ProcessLookupError):
+                self.proc.kill()
+
+    def on_abort(self) -> None:
+        if self.running:
+            with contextlib.suppress(RuntimeError):  # the loop is closed: nothing to kill
+                self.loop.call_soon_threadsafe(self.kill)
+
+
+async def exit_code(proc: subprocess.Popen[bytes], loop: asyncio.AbstractEventLoop) -> int:
+    """The exit code of the direct child ``proc`` (its output already ended), awaited without
+    blocking the loop: on its pidfd where there is one, else on a worker thread."""
+    from hookcode.childwatch import watch_exit
+
+    if proc.poll() is not None:
+        return int(proc.returncode)
+    exited: asyncio.Future[None] = loop.create_future()
+    stop = watch_exit(loop, proc.pid, lambda: exited.done() or exited.set_result(None))
+    if stop is None:
+        return int(await loop.run_in_executor(None, proc.wait))
+    try:
+        await exited
+    finally:
+        stop()
+    return int(proc.wait())
+
+
+def ensure_child_watcher() -> None:
+    """Let asyncio learn of its subprocesses' exits without a thread each (Python 3.11; see
+    :mod:`hookcode.childwatch`). Call before ``asyncio.create_subprocess_exec``."""
+    from hookcode.childwatch import ensure_child_watcher as ensure
+
+    ensure()

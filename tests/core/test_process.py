@@ -142,3 +142,28 @@ def test_pid_alive_tells_a_reused_pid_apart() -> None:
     assert pid_alive(me) and pid_alive(me, start_time(me))
     assert not pid_alive(me, (start_time(me) or 0) + 1)
     assert not pid_alive(0) and not pid_alive(-1)
+
+
+def test_a_direct_child_is_killed_from_an_abort_callback_on_another_thread() -> None:
+    """DirectKill.on_abort (an abort signal's callback, from any thread) kills the child on
+    the loop's thread; exit_code awaits its end without blocking the loop; after the call
+    ended, a late callback does nothing."""
+    import subprocess
+    import threading
+
+    from hookcode.process import DirectKill, exit_code
+
+    async def main() -> tuple[int, int]:
+        loop = asyncio.get_running_loop()
+        proc = subprocess.Popen(["sleep", "30"])
+        killer = DirectKill(proc, loop)
+        threading.Timer(0.05, killer.on_abort).start()
+        code = await asyncio.wait_for(exit_code(proc, loop), 10)
+        killer.running = False
+        killer.on_abort()  # late: nothing to do, no error
+        done = subprocess.Popen(["true"])
+        return code, await exit_code(done, loop)
+
+    killed, ok = asyncio.run(main())
+    assert killed == -9
+    assert ok == 0

@@ -7,8 +7,9 @@ the fallback. That order makes the pinned version win over whatever the system h
 
 ``rg`` always runs as a subprocess with an argument list (never through a shell), with
 ``--no-config`` so a user's ``RIPGREP_CONFIG_PATH`` cannot change what the tools see, and it is
-killed when the call's abort signal fires or the calling task is cancelled. It is started
-directly, not below the process guardian of :mod:`hookcode.process`: it starts no process of
+killed when the call's abort signal fires or the calling task is cancelled
+(:class:`hookcode.process.DirectKill`). It is started directly, a *direct child* of
+:mod:`hookcode.process`, not below its process guardian: it starts no process of
 its own (no ``--pre``), so killing it kills its tree, and the guardian's round trip (or a
 ``preexec_fn``, which turns the spawn into a full fork) doubled a short search (7 ms to 13-14
 ms measured); see docs/processes.md.
@@ -32,7 +33,7 @@ import sys
 import sysconfig
 from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from hookcode.errors import ToolAborted, ToolError
 
@@ -244,7 +245,7 @@ async def _stream(
         raise ToolAborted()
     if os.name == "posix":
         return await _stream_posix(command, cwd, abort, consume)
-    from hookcode.childwatch import ensure_child_watcher
+    from hookcode.process import DirectKill, ensure_child_watcher
 
     ensure_child_watcher()  # no thread per rg process on Python 3.11
     proc = await asyncio.create_subprocess_exec(
@@ -254,7 +255,7 @@ async def _stream(
         stdout=asyncio.subprocess.PIPE,
         stderr=asyncio.subprocess.PIPE,
     )
-    killer = _Killer(proc, asyncio.get_running_loop())
+    killer = DirectKill(proc, asyncio.get_running_loop())
     kill = killer.kill
     if abort is not None:
         abort.add_callback(killer.on_abort)
@@ -296,6 +297,8 @@ async def _stream_posix(
     is long; the exit is awaited with a pidfd where there is one."""
     import subprocess
 
+    from hookcode.process import DirectKill, exit_code
+
     loop = asyncio.get_running_loop()
     proc = subprocess.Popen(
         list(command),
@@ -312,7 +315,7 @@ async def _stream_posix(
     reading = {out_fd, err_fd}
     head = bytearray()
     produced = stopped = False
-    killer = _Killer(proc, loop)
+    killer = DirectKill(proc, loop)
     kill, on_abort = killer.kill, killer.on_abort
 
     def done_with(fd: int) -> None:
@@ -373,7 +376,7 @@ async def _stream_posix(
     loop.add_reader(err_fd, on_stderr)
     try:
         await ended
-        returncode = await _exited(proc, loop)
+        returncode = await exit_code(proc, loop)
     finally:
         killer.running = False
         for fd in list(reading):
@@ -389,46 +392,6 @@ async def _stream_posix(
     if abort is not None and abort.is_set():
         raise ToolAborted()
     return returncode, head.decode("utf-8", "replace").strip(), produced, stopped
-
-
-class _Killer:
-    """Kills a running rg: :meth:`kill` on the loop's thread, :meth:`on_abort` (an abort
-    signal's callback) from any thread, possibly after the call ended (``running`` False)."""
-
-    __slots__ = ("loop", "proc", "running")
-
-    def __init__(self, proc: Any, loop: asyncio.AbstractEventLoop) -> None:
-        self.proc = proc
-        self.loop = loop
-        self.running = True
-
-    def kill(self) -> None:
-        if self.proc.returncode is None:
-            with contextlib.suppress(ProcessLookupError):
-                self.proc.kill()
-
-    def on_abort(self) -> None:
-        if self.running:
-            with contextlib.suppress(RuntimeError):  # the loop is closed: nothing to kill
-                self.loop.call_soon_threadsafe(self.kill)
-
-
-async def _exited(proc: Any, loop: asyncio.AbstractEventLoop) -> int:
-    """The exit code of ``proc`` (its output already ended), waiting without blocking the
-    loop: on its pidfd where there is one, else on a worker thread."""
-    from hookcode.childwatch import watch_exit
-
-    if proc.poll() is not None:
-        return int(proc.returncode)
-    exited: asyncio.Future[None] = loop.create_future()
-    stop = watch_exit(loop, proc.pid, lambda: exited.done() or exited.set_result(None))
-    if stop is None:
-        return int(await loop.run_in_executor(None, proc.wait))
-    try:
-        await exited
-    finally:
-        stop()
-    return int(proc.wait())
 
 
 async def _read_head(stream: asyncio.StreamReader | None, keep: int = 4096) -> bytes:

@@ -549,7 +549,13 @@ def create_plugins(
             from hookcode.configfiles import find_worktree, plugin_selection
 
             directory = Path(os.path.realpath(cwd))
-            selection = plugin_selection(directory, find_worktree(directory), env, trusted=trusted)
+            worktree = find_worktree(directory)
+            selection = plugin_selection(
+                directory,
+                worktree,
+                env,
+                trusted=trusted if trusted is not None else lambda: _store_trusts(worktree, env),
+            )
             load, block = selection.load, selection.block
         plugins.load_entrypoints(env, load=load, block=block)
     for name, plugin in (extra or {}).items():
@@ -557,6 +563,17 @@ def create_plugins(
     if strict:
         plugins.raise_failures()
     return plugins
+
+
+def _store_trusts(worktree: os.PathLike[str], env: Mapping[str, str]) -> bool:
+    """Whether the trust store trusts ``worktree`` (a broken store: no; the runtime reports it)."""
+    from hookcode.errors import HookcodeError
+    from hookcode.trust import is_trusted
+
+    try:
+        return is_trusted(worktree, env)
+    except HookcodeError:
+        return False
 
 
 def _core_version() -> str | None:

@@ -8,9 +8,23 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from pathlib import Path
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
-__all__ = ["HookCaller", "RuntimeView", "StoredCredentials"]
+if TYPE_CHECKING:
+    from concurrent.futures import Executor
+
+    from hookcode.fileio import PathLocks, PendingWrites
+    from hookcode.filetime import FileTimes
+    from hookcode.protected import ProtectedPaths
+
+__all__ = [
+    "AbortState",
+    "EditContext",
+    "EditRuntime",
+    "HookCaller",
+    "RuntimeView",
+    "StoredCredentials",
+]
 
 
 class HookCaller(Protocol):
@@ -48,3 +62,68 @@ class StoredCredentials(Protocol):
     """The credentials store, as far as secret redaction reads it."""
 
     def stored(self) -> Mapping[str, Any]: ...
+
+
+class AbortState(Protocol):
+    """Whether a call was aborted (:class:`hookcode.tools.AbortSignal`)."""
+
+    @property
+    def aborted(self) -> bool: ...
+
+
+class EditRuntime(Protocol):
+    """The part of a runtime that a file-edit transaction uses."""
+
+    @property
+    def path_locks(self) -> PathLocks: ...
+
+    @property
+    def executor(self) -> Executor: ...
+
+    @property
+    def pending_writes(self) -> PendingWrites: ...
+
+    @property
+    def protected(self) -> ProtectedPaths: ...
+
+
+class EditContext(Protocol):
+    """The part of a :class:`hookcode.tools.ToolContext` that :mod:`hookcode.edits` and
+    :mod:`hookcode.writes` use (the tool context makes their transactions)."""
+
+    @property
+    def runtime(self) -> EditRuntime: ...
+
+    @property
+    def abort(self) -> AbortState: ...
+
+    @property
+    def files(self) -> FileTimes: ...
+
+    def resolve(self, path: str | Path) -> Path: ...
+
+    def relative(self, path: str | Path) -> str: ...
+
+    def publish(self, type: str, **properties: Any) -> None: ...
+
+    def external_directory(self, path: str | Path, kind: str | None = None) -> str | None: ...
+
+    async def ask_external_directory(self, path: str | Path, kind: str | None = None) -> None: ...
+
+    def ask_external_directory_sync(self, path: str | Path, kind: str | None = None) -> None: ...
+
+    async def ask(
+        self,
+        permission: str,
+        patterns: list[str] | None = None,
+        always: list[str] | None = None,
+        metadata: dict[str, Any] | None = None,
+    ) -> None: ...
+
+    def ask_sync(
+        self,
+        permission: str,
+        patterns: list[str] | None = None,
+        always: list[str] | None = None,
+        metadata: dict[str, Any] | None = None,
+    ) -> None: ...

@@ -577,6 +577,6 @@ def _store_trusts(worktree: os.PathLike[str], env: Mapping[str, str]) -> bool:
 
 
 def _core_version() -> str | None:
-    from hookcode import __version__
+    from hookcode.version import __version__
 
     return __version__

@@ -27,7 +27,7 @@ from typing import IO, Any, Literal
 
 import pluggy
 
-from hookcode import hookspecs
+import hookcode.hookspecs as hookspecs
 from hookcode.errors import PluginError, PromptBlocked
 
 __all__ = ["PluginInfo", "Plugins", "create_plugins", "hookimpl"]
@@ -535,7 +535,7 @@ def create_plugins(
     ``extra`` ({name: plugin}) in order. With ``cwd``, the ``[plugins]`` table of the config
     that applies there selects entry points too; the project's own files count only when the
     folder is ``trusted`` (None: as the trust store says)."""
-    from hookcode import core_plugin
+    import hookcode.core_plugin as core_plugin
 
     trace = env.get("HOOKCODE_TRACE_PLUGINS", "").strip().lower() not in ("", "0", "false", "no")
     plugins = Plugins(strict=strict, trace=trace, stderr=stderr)

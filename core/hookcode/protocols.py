@@ -1,8 +1,11 @@
-"""The few shapes low modules need from higher ones, as Protocols: a module that only calls a
-couple of methods of the plugin manager or the runtime names one of these instead of importing
-:mod:`hookcode.plugins` or :mod:`hookcode.runtime`, so the import graph keeps one direction
-(``tests/core/test_import_graph.py``). :class:`hookcode.plugins.Plugins` and
-:class:`hookcode.runtime.Runtime` satisfy them structurally."""
+"""The shapes low modules need from higher ones, as Protocols shared by several of them: a
+module that only calls a few methods of the plugin manager, the runtime or a tool context names
+one of these instead of importing :mod:`hookcode.plugins`, :mod:`hookcode.runtime` or
+:mod:`hookcode.tools` (not even under ``TYPE_CHECKING``), so the import graph keeps one
+direction (``tests/core/test_import_graph.py``). :class:`~hookcode.plugins.Plugins`,
+:class:`~hookcode.runtime.Runtime` and :class:`~hookcode.tools.ToolContext` satisfy them
+structurally, which pyright checks where they are passed. A Protocol one module alone needs
+lives in that module (:mod:`hookcode.shell`, :mod:`hookcode.question`)."""
 
 from __future__ import annotations
 
@@ -22,7 +25,7 @@ __all__ = [
     "EditContext",
     "EditRuntime",
     "HookCaller",
-    "RuntimeView",
+    "SecretsRuntime",
     "StoredCredentials",
 ]
 
@@ -39,7 +42,7 @@ class HookCaller(Protocol):
     def has_impls(self, hook: str) -> bool: ...
 
 
-class RuntimeView(Protocol):
+class SecretsRuntime(Protocol):
     """The part of a runtime that the secrets of a run read."""
 
     @property

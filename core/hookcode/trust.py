@@ -20,6 +20,9 @@ Plugins take part in two ways:
   of an untrusted folder before anything sees the config (see :mod:`hookcode.config`);
 * a plugin that loads files from the project itself reports them through the ``project_code``
   hook and loads them only when :attr:`hookcode.runtime.Runtime.trusted` is true.
+
+This module is the trust store and :func:`is_trusted`, below the config and the plugins; what
+an untrusted folder would skip (which needs both) is :mod:`hookcode.untrusted`.
 """
 
 from __future__ import annotations

@@ -8,8 +8,6 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-__version__ = "0.1.0"
-
 __all__ = [
     "AbortSignal",
     "AgentSpec",
@@ -70,6 +68,7 @@ _WHERE = {
     "Vote": "hookcode.permission",
     "hookimpl": "hookcode.plugins",
     "invoke": "hookcode.pipeline",
+    "__version__": "hookcode.version",
     "tool": "hookcode.tools",
 }
 
@@ -99,6 +98,7 @@ if TYPE_CHECKING:
         ToolResult,
         tool,
     )
+    from hookcode.version import __version__
 
 
 def __getattr__(name: str) -> Any:

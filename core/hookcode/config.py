@@ -86,7 +86,7 @@ from hookcode.configfiles import (
 from hookcode.errors import ConfigError
 
 if TYPE_CHECKING:
-    from hookcode.plugins import Plugins
+    from hookcode.protocols import HookCaller
 
 __all__ = [
     "Action",
@@ -196,7 +196,7 @@ def _record_provenance(
 
 
 def claimed_sections(
-    plugins: Plugins,
+    plugins: HookCaller,
 ) -> tuple[dict[str, type[BaseModel]], dict[str, str]]:
     """The config sections plugins claim (``config_schema``): ({pattern: model}, {pattern:
     plugin}). Two plugins claiming one pattern is a :class:`ConfigError` naming both."""

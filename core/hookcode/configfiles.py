@@ -10,7 +10,7 @@ from __future__ import annotations
 import copy
 import os
 import stat
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -315,13 +315,13 @@ def plugin_selection(
     worktree: Path,
     env: Mapping[str, str] = os.environ,
     *,
-    trusted: bool | None = None,
+    trusted: bool | Callable[[], bool],
 ) -> PluginSelection:
     """The merged ``[plugins]`` table, read ahead of plugin loading (plugins decide which
     sections exist, so the full validation comes later). Unreadable or invalid config gives
     the defaults here; the full load reports the problem. The project's own files count
-    only when the folder is ``trusted`` (None: as the trust store says): blocking a plugin
-    can loosen the policy as surely as loading one."""
+    only when the folder is ``trusted`` (a function is asked only when a project file has
+    a ``[plugins]`` table): blocking a plugin can loosen the policy as surely as loading one."""
     try:
         _candidates, layers = _read_layers(cwd, worktree, env)
     except ConfigError:
@@ -331,14 +331,8 @@ def plugin_selection(
         value = layer.data.get("plugins")
         if not isinstance(value, dict):
             continue
-        if layer.project and trusted is None:
-            from hookcode.errors import HookcodeError
-            from hookcode.trust import is_trusted
-
-            try:
-                trusted = is_trusted(worktree, env)
-            except HookcodeError:
-                trusted = False  # a broken trust store: the runtime reports it
+        if layer.project and callable(trusted):
+            trusted = trusted()
         if not layer.project or trusted:
             merged = deep_merge(merged, value)
     if set(merged) - {"load", "block"}:

@@ -61,7 +61,7 @@ from hookcode.fileio import TextFile
 if TYPE_CHECKING:
     from types import TracebackType
 
-    from hookcode.tools import ToolContext
+    from hookcode.protocols import EditContext
     from hookcode.writes import EditRequest
 
 __all__ = ["Change", "EditTransaction", "MissingFile", "NotAFile", "trim_diff"]
@@ -126,7 +126,7 @@ class EditTransaction:
     at a time."""
 
     def __init__(
-        self, ctx: ToolContext, paths: Iterable[str | Path], *, require_read: bool
+        self, ctx: EditContext, paths: Iterable[str | Path], *, require_read: bool
     ) -> None:
         self._ctx = ctx
         self._paths = list(dict.fromkeys(ctx.resolve(p) for p in paths))

@@ -18,8 +18,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from hookcode.plugins import Plugins
-    from hookcode.runtime import Runtime
+    from hookcode.protocols import HookCaller
 
 __all__ = ["Event", "EventBus"]
 
@@ -36,7 +35,7 @@ class Event:
 class EventBus:
     """Publishes events to in-process subscribers and to the plugins' ``event`` hook."""
 
-    def __init__(self, plugins: Plugins | None = None, runtime: Runtime | None = None) -> None:
+    def __init__(self, plugins: HookCaller | None = None, runtime: object = None) -> None:
         """``runtime``: the one the ``event`` hook is told about (its ``runtime`` argument)."""
         self._plugins = plugins
         self._runtime = runtime

@@ -54,11 +54,11 @@ if TYPE_CHECKING:
     from hookcode.auth import Credentials
     from hookcode.config import Config
     from hookcode.events import Event
+    from hookcode.messages import UserMessage
     from hookcode.permission import PermissionRequest, Reply, Rule, ShellAnalysis, Vote
     from hookcode.providers import AuthMethod, Provider
     from hookcode.question import QuestionRequest
     from hookcode.runtime import Runtime
-    from hookcode.session import UserMessage
     from hookcode.shell import RequestPlan
     from hookcode.store import SessionRecord
     from hookcode.tools import Tool, ToolCall, ToolContext, ToolResult

@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import json
 import time
+from dataclasses import dataclass, field
 from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
@@ -40,6 +41,7 @@ __all__ = [
     "ToolPart",
     "ToolState",
     "ToolTime",
+    "UserMessage",
     "part_to_public",
     "to_provider_messages",
 ]
@@ -52,6 +54,17 @@ INTERRUPTED = "[Tool execution was interrupted]"
 PRUNED = "[Old tool result content cleared]"
 #: the user-side text of a compaction request
 COMPACTION_QUESTION = "What did we do so far?"
+
+
+@dataclass
+class UserMessage:
+    """A user message as the ``chat_message`` hook sees it (mutable): ``parts`` may gain
+    ``{"type": "text", "text"}`` or ``{"type": "file", "mime", "url", "filename"}`` dicts."""
+
+    text: str
+    agent: str
+    model: str
+    parts: list[dict[str, Any]] = field(default_factory=list)
 
 
 class _Model(BaseModel):

@@ -38,6 +38,7 @@ from hookcode.permission_rules import (
 from hookcode.permission_rules import PatternDecision as PatternDecision
 from hookcode.permission_rules import rules_from_legacy_tools as rules_from_legacy_tools
 from hookcode.permission_votes import Vote, as_vote, combine_votes, protected_vote
+from hookcode.shell_analysis import ShellAnalysis as ShellAnalysis
 
 if TYPE_CHECKING:
     import asyncio
@@ -71,32 +72,6 @@ class Reply:
     kind: Literal["once", "always", "reject"]
     feedback: str | None = None
     scope: Literal["session", "project"] = "session"
-
-
-@dataclass
-class ShellAnalysis:
-    """What a shell command runs, as ``shell_analyze`` reports it."""
-
-    commands: list[str] = field(default_factory=list)  # the simple commands' texts
-    always: list[str] = field(default_factory=list)  # "always" prefixes (``git log *``)
-    outside_dirs: list[str] = field(default_factory=list)  # directories outside the project
-    opaque: bool = False  # something could not be seen through
-    reasons: list[str] = field(default_factory=list)  # why it is opaque
-    #: files whose contents a command shows or copies (``DIR/**``: read recursively)
-    reads: list[str] = field(default_factory=list)
-    #: files a command creates, changes or deletes (``DIR/**``: recursively)
-    writes: list[str] = field(default_factory=list)
-    #: the patterns of ``commands`` proven read-only (the default rules allow only those)
-    read_only: list[str] = field(default_factory=list)
-
-    def request_metadata(self) -> dict[str, Any]:
-        """What the ``bash`` permission request carries for the policies: whether the command
-        is opaque and why, and which of its patterns are read-only."""
-        return {
-            "opaque": self.opaque,
-            "reasons": list(self.reasons),
-            "read_only": list(self.read_only),
-        }
 
 
 # ---------------------------------------------------------------------------------------------

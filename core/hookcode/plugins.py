@@ -27,7 +27,7 @@ from typing import IO, Any, Literal
 
 import pluggy
 
-from hookcode import hookspecs
+import hookcode.hookspecs as hookspecs
 from hookcode.errors import PluginError, PromptBlocked
 
 __all__ = ["PluginInfo", "Plugins", "create_plugins", "hookimpl"]
@@ -535,7 +535,7 @@ def create_plugins(
     ``extra`` ({name: plugin}) in order. With ``cwd``, the ``[plugins]`` table of the config
     that applies there selects entry points too; the project's own files count only when the
     folder is ``trusted`` (None: as the trust store says)."""
-    from hookcode import core_plugin
+    import hookcode.core_plugin as core_plugin
 
     trace = env.get("HOOKCODE_TRACE_PLUGINS", "").strip().lower() not in ("", "0", "false", "no")
     plugins = Plugins(strict=strict, trace=trace, stderr=stderr)
@@ -549,7 +549,13 @@ def create_plugins(
             from hookcode.configfiles import find_worktree, plugin_selection
 
             directory = Path(os.path.realpath(cwd))
-            selection = plugin_selection(directory, find_worktree(directory), env, trusted=trusted)
+            worktree = find_worktree(directory)
+            selection = plugin_selection(
+                directory,
+                worktree,
+                env,
+                trusted=trusted if trusted is not None else lambda: _store_trusts(worktree, env),
+            )
             load, block = selection.load, selection.block
         plugins.load_entrypoints(env, load=load, block=block)
     for name, plugin in (extra or {}).items():
@@ -559,7 +565,18 @@ def create_plugins(
     return plugins
 
 
+def _store_trusts(worktree: os.PathLike[str], env: Mapping[str, str]) -> bool:
+    """Whether the trust store trusts ``worktree`` (a broken store: no; the runtime reports it)."""
+    from hookcode.errors import HookcodeError
+    from hookcode.trust import is_trusted
+
+    try:
+        return is_trusted(worktree, env)
+    except HookcodeError:
+        return False
+
+
 def _core_version() -> str | None:
-    from hookcode import __version__
+    from hookcode.version import __version__
 
     return __version__

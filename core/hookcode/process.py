@@ -49,7 +49,7 @@ from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from hookcode import guardian
+import hookcode.guardian as guardian
 
 if TYPE_CHECKING:
     import asyncio

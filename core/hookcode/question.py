@@ -3,13 +3,42 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol, TypeVar
 
-if TYPE_CHECKING:
-    from hookcode.tools import ToolContext
+T = TypeVar("T")
 
 __all__ = ["Option", "Question", "QuestionRequest", "prompt"]
+
+
+class QuestionHooks(Protocol):
+    def call_first(self, hook: str, **kwargs: Any) -> Any: ...
+
+
+class QuestionRuntime(Protocol):
+    @property
+    def plugins(self) -> QuestionHooks: ...
+
+    def new_id(self, prefix: str) -> str: ...
+
+
+class QuestionContext(Protocol):
+    """The part of a :class:`hookcode.tools.ToolContext` that asking questions uses."""
+
+    @property
+    def runtime(self) -> QuestionRuntime: ...
+
+    @property
+    def session_id(self) -> str: ...
+
+    @property
+    def message_id(self) -> str | None: ...
+
+    @property
+    def call_id(self) -> str | None: ...
+
+    async def run_blocking(self, fn: Callable[[], T]) -> T: ...
 
 
 @dataclass
@@ -35,11 +64,11 @@ class QuestionRequest:
     tool: dict[str, Any] = field(default_factory=dict)  # {"message_id", "call_id"}
 
 
-async def prompt(ctx: ToolContext, questions: list[Question]) -> list[list[str]] | None:
+async def prompt(ctx: QuestionContext, questions: list[Question]) -> list[list[str]] | None:
     """Ask ``questions`` through the ``question_prompt`` hook (a front end), in a worker thread so
     the event loop keeps running; the answers, or None when the user dismissed them. Raises
-    ToolAborted when the call's abort signal fires first (:meth:`ToolContext.run_blocking`). Callers check for a front end first
-    (``ctx.runtime.plugins.has_impls("question_prompt")``): headless means nobody to ask."""
+    ToolAborted when the call's abort signal fires first (:meth:`hookcode.tools.ToolContext.run_blocking`). Callers check for a front end
+    first (``ctx.runtime.plugins.has_impls("question_prompt")``): headless means nobody to ask."""
     runtime = ctx.runtime
     request = QuestionRequest(
         id=runtime.new_id("que"),

@@ -154,7 +154,7 @@ class Runtime:
             load_agent_files(config, self.cwd, self.worktree, self.env, trusted=self.trusted)
         )
         if not self.trusted:
-            from hookcode.trust import project_code_items
+            from hookcode.untrusted import project_code_items
 
             self.trust.skip(*config.untrusted)
             self.trust.skip(*project_code_items(self.plugins, self.cwd, self.worktree, self.env))

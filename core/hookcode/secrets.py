@@ -44,7 +44,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from hookcode.runtime import Runtime
+    from hookcode.protocols import SecretsRuntime
 
 __all__ = [
     "MASK",
@@ -396,7 +396,7 @@ class Secrets:
     looked at again (their size and time, at most every :data:`RECHECK_SECONDS`) so a login or
     a token refresh is redacted from then on; :meth:`invalidate` forgets everything at once."""
 
-    def __init__(self, runtime: Runtime) -> None:
+    def __init__(self, runtime: SecretsRuntime) -> None:
         self._runtime = runtime
         self._lock = threading.RLock()  # an auth hook may ask for the redactor itself
         self._redactor: Redactor | None = None

@@ -11,7 +11,7 @@ from datetime import date
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from hookcode import compaction
+import hookcode.compaction as compaction
 from hookcode.agents import AgentSpec
 from hookcode.errors import HookcodeError
 from hookcode.ids import new_id

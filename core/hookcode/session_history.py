@@ -5,20 +5,19 @@ and cost. A part of :class:`~hookcode.session.SessionLoop`."""
 from __future__ import annotations
 
 import time
-from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 from hookcode.ids import new_id
 from hookcode.messages import FilePart, SessionMessage, TextPart, TokenUsage, ToolPart
+from hookcode.messages import UserMessage as UserMessage
 from hookcode.providers import Usage
 from hookcode.session_model import model_info
 
 if TYPE_CHECKING:
     from hookcode.agents import AgentSpec
-    from hookcode.providers import Message, ModelInfo, Provider
+    from hookcode.providers import Message, ModelInfo, Provider, StreamError
     from hookcode.runtime import Runtime
     from hookcode.session_result import EventCallback, RunResult
-    from hookcode.session_stream import Step
     from hookcode.store import SessionRecord, Store
     from hookcode.tools import AbortSignal
 
@@ -27,15 +26,24 @@ __all__ = ["ABORTED", "SessionHistory", "UserMessage", "add_usage", "load_messag
 ABORTED = "Tool execution aborted"
 
 
-@dataclass
-class UserMessage:
-    """A user message as the ``chat_message`` hook sees it (mutable): ``parts`` may gain
-    ``{"type": "text", "text"}`` or ``{"type": "file", "mime", "url", "filename"}`` dicts."""
+class Attempt(Protocol):
+    """What closing or discarding a message reads of one model request's attempt (the
+    :class:`~hookcode.session_stream.Step` of the stream built on this class)."""
 
-    text: str
-    agent: str
-    model: str
-    parts: list[dict[str, Any]] = field(default_factory=list)
+    @property
+    def parts(self) -> list[Any]: ...
+
+    @property
+    def finish(self) -> str: ...
+
+    @property
+    def usage(self) -> Usage: ...
+
+    @property
+    def error(self) -> StreamError | None: ...
+
+    @property
+    def aborted(self) -> bool: ...
 
 
 def title_of(text: str) -> str:
@@ -175,7 +183,7 @@ class SessionHistory:
         self._save_message(msg)
         return msg
 
-    def _finish_message(self, msg: SessionMessage, st: Step) -> None:
+    def _finish_message(self, msg: SessionMessage, st: Attempt) -> None:
         assert self.session is not None
         msg.finish = "error" if st.error else ("aborted" if st.aborted else st.finish)
         if st.error is not None:
@@ -214,7 +222,7 @@ class SessionHistory:
             "message.updated", session_id=self.session.id, message=msg.info()
         )
 
-    def _discard(self, msg: SessionMessage, st: Step) -> None:
+    def _discard(self, msg: SessionMessage, st: Attempt) -> None:
         """Forget the parts of a failed attempt (nothing of it ran)."""
         for part in st.parts:
             if part in msg.parts:

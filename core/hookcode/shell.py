@@ -24,11 +24,11 @@ import os
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 if TYPE_CHECKING:
-    from hookcode.permission import ShellAnalysis
-    from hookcode.tools import ToolContext
+    from hookcode.protected import ProtectedPaths
+    from hookcode.shell_analysis import ShellAnalysis
 
 __all__ = ["ANALYSED_SHELLS", "MAX_WALK", "Ask", "RequestPlan", "shell_asks", "shell_plan"]
 
@@ -36,6 +36,48 @@ __all__ = ["ANALYSED_SHELLS", "MAX_WALK", "Ask", "RequestPlan", "shell_asks", "s
 ANALYSED_SHELLS = ("bash", "sh", "dash")
 #: entries a recursive read (``grep -r DIR``) may hold before it is too big to check
 MAX_WALK = 20_000
+
+
+class ShellHooks(Protocol):
+    def call_first(self, hook: str, **kwargs: Any) -> Any: ...
+
+
+class ShellRuntime(Protocol):
+    """The part of a runtime that planning a shell command uses."""
+
+    @property
+    def plugins(self) -> ShellHooks: ...
+
+    @property
+    def protected(self) -> ProtectedPaths: ...
+
+    def is_inside_project(self, path: Path) -> bool: ...
+
+
+class ReadCheck(Protocol):
+    """What the read rules say of a path (:class:`hookcode.tools.ReadRules`)."""
+
+    @property
+    def allows_everything(self) -> bool: ...
+
+    def __call__(self, path: str | Path) -> str: ...
+
+
+class ShellContext(Protocol):
+    """The part of a :class:`hookcode.tools.ToolContext` that planning a shell command uses."""
+
+    @property
+    def runtime(self) -> ShellRuntime: ...
+
+    @property
+    def cwd(self) -> Path: ...
+
+    @property
+    def worktree(self) -> Path: ...
+
+    def external_directory(self, path: str | Path, kind: str | None = None) -> str | None: ...
+
+    def read_rules(self) -> ReadCheck: ...
 
 
 @dataclass
@@ -59,7 +101,7 @@ class RequestPlan:
 
 
 def shell_plan(
-    ctx: ToolContext,
+    ctx: ShellContext,
     command: str,
     run_dir: str | os.PathLike[str],
     *,
@@ -83,7 +125,7 @@ def shell_plan(
 
 
 def shell_asks(
-    ctx: ToolContext,
+    ctx: ShellContext,
     analysis: ShellAnalysis | None,
     command: str,
     run_dir: str | os.PathLike[str],
@@ -173,7 +215,7 @@ class ReadWalk:
     too_big: str | None = None
 
 
-def read_patterns(ctx: ToolContext, reads: Iterable[str]) -> ReadWalk:
+def read_patterns(ctx: ShellContext, reads: Iterable[str]) -> ReadWalk:
     """The ``read`` patterns to ask for the files a command shows.
 
     A file is asked as itself (and as its real path). A directory read recursively
@@ -219,7 +261,7 @@ def read_patterns(ctx: ToolContext, reads: Iterable[str]) -> ReadWalk:
     return found
 
 
-def protected_writes(ctx: ToolContext, writes: Iterable[str]) -> dict[str, str]:
+def protected_writes(ctx: ShellContext, writes: Iterable[str]) -> dict[str, str]:
     """``{pattern: entry}`` for the written files that are protected; the pattern is the path
     relative to the worktree, as the edit tools ask it (``DIR/**``: a recursive write)."""
     from hookcode.configfiles import project_dirs

@@ -20,6 +20,9 @@ Plugins take part in two ways:
   of an untrusted folder before anything sees the config (see :mod:`hookcode.config`);
 * a plugin that loads files from the project itself reports them through the ``project_code``
   hook and loads them only when :attr:`hookcode.runtime.Runtime.trusted` is true.
+
+This module is the trust store and :func:`is_trusted`, below the config and the plugins; what
+an untrusted folder would skip (which needs both) is :mod:`hookcode.untrusted`.
 """
 
 from __future__ import annotations
@@ -29,13 +32,10 @@ import os
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from hookcode.configfiles import data_dir_for, read_config_file
 from hookcode.errors import ConfigError, HookcodeError
-
-if TYPE_CHECKING:
-    from hookcode.plugins import Plugins
 
 __all__ = [
     "TRUSTED_ONLY",
@@ -45,9 +45,7 @@ __all__ = [
     "ask_on_terminal",
     "describe_path",
     "is_trusted",
-    "project_code_items",
     "trusted_only",
-    "untrusted_items",
 ]
 
 #: the trust store's file name in the data directory
@@ -205,41 +203,6 @@ class Trust:
             f"this folder is not trusted ({self.folder}); skipped: {', '.join(self.skipped)}; "
             "run 'hookcode trust' to trust it"
         )
-
-
-def untrusted_items(
-    cwd: Path,
-    worktree: Path,
-    env: Mapping[str, str],
-    plugins: Plugins,
-    *,
-    claimed: Mapping[str, Any] | None = None,
-) -> list[str]:
-    """What an untrusted run in ``cwd`` would skip: the project config's trusted-only settings
-    and allow rules, its agent files' allow rules, and what plugins report through
-    ``project_code``. Reads files only; imports and runs nothing of the project."""
-    from hookcode.agents import untrusted_agent_items
-    from hookcode.config import claimed_sections, untrusted_config_items
-
-    if claimed is None:
-        claimed, _owners = claimed_sections(plugins)
-    items = untrusted_config_items(cwd, worktree, claimed, env=env)
-    items += untrusted_agent_items(cwd, worktree, env)
-    items += project_code_items(plugins, cwd, worktree, env)
-    return list(dict.fromkeys(items))
-
-
-def project_code_items(
-    plugins: Plugins, cwd: Path, worktree: Path, env: Mapping[str, str]
-) -> list[str]:
-    """Every plugin's answer to ``project_code`` (a raising plugin is reported and skipped)."""
-    items: list[str] = []
-    for plugin, found in plugins.collect("project_code", cwd=cwd, worktree=worktree, env=env):
-        if isinstance(found, str) or not isinstance(found, list | tuple):
-            plugins.warn(f"plugin {plugin!r}: project_code must return a list of strings")
-            continue
-        items += [str(item) for item in found]
-    return items
 
 
 def ask_on_terminal(

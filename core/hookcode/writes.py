@@ -28,7 +28,7 @@ from typing import TYPE_CHECKING
 from hookcode.errors import ToolError
 
 if TYPE_CHECKING:
-    from hookcode.tools import ToolContext
+    from hookcode.protocols import EditContext
 
 __all__ = ["EditRequest", "edit_request", "resolution", "unchanged", "write_target"]
 
@@ -115,7 +115,7 @@ class EditRequest:
         self.always = list(patterns) if protected else ["*"]
 
 
-def edit_request(ctx: ToolContext, paths: Iterable[Path]) -> EditRequest:
+def edit_request(ctx: EditContext, paths: Iterable[Path]) -> EditRequest:
     """The patterns, the protected entries and the "always" of an ``edit`` ask for ``paths``
     (absolute, as :meth:`ToolContext.resolve` gives them)."""
     protected = ctx.runtime.protected

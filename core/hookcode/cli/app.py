@@ -75,9 +75,9 @@ def build_app(options: GlobalOptions) -> typer.Typer:
 
             start_chat(state)
 
-    from hookcode.cli import commands
+    from hookcode.cli.commands import register
 
-    commands.register(app, state)
+    register(app, state)
     for plugin, _value, error in plugins.call_each_outcomes("cli", app=app):
         if error is not None:
             plugins.report(plugin, "cli", error)

@@ -67,10 +67,11 @@ def _print_outcome(
 
 
 def register(app: typer.Typer, state: CliState) -> None:
-    from hookcode.cli import auth_commands, trust_commands
+    from hookcode.cli.auth_commands import register as register_auth
+    from hookcode.cli.trust_commands import register as register_trust
 
-    auth_commands.register(app, state)
-    trust_commands.register(app, state)
+    register_auth(app, state)
+    register_trust(app, state)
 
     def runtime(**kwargs: Any) -> Any:
         try:
@@ -333,6 +334,6 @@ def register(app: typer.Typer, state: CliState) -> None:
         typer.echo(f"revoked {approval_id}")
 
     # ------------------------------------------------------------------------------ run, chat
-    from hookcode.cli import sessions
+    from hookcode.cli.sessions import register as register_sessions
 
-    sessions.register(app, state)
+    register_sessions(app, state)

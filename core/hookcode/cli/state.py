@@ -58,7 +58,8 @@ class CliState:
         from pathlib import Path
 
         from hookcode.configfiles import data_dir_for, find_worktree, plugin_selection
-        from hookcode.trust import TrustStore, ask_on_terminal, untrusted_items
+        from hookcode.trust import TrustStore, ask_on_terminal
+        from hookcode.untrusted import untrusted_items
 
         env = os.environ
         cwd = Path(os.path.realpath(self.options.cwd or os.getcwd()))

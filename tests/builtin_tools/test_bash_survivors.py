@@ -105,9 +105,11 @@ def recorded(pids: Path, within: float = 20.0) -> dict[str, tuple[int, int]]:
 
 
 def left_alive(found: dict[str, tuple[int, int]], within: float = 5.0) -> list[str]:
+    """The names of ``found`` still alive (sorted: ``found`` is in the order the variants
+    happened to start), waiting up to ``within`` seconds for them to be gone."""
     end = time.monotonic() + within
     while True:
-        left = [name for name, (pid, start) in found.items() if alive(pid, start)]
+        left = sorted(name for name, (pid, start) in found.items() if alive(pid, start))
         if not left or time.monotonic() > end:
             return left
         time.sleep(0.02)
@@ -435,7 +437,7 @@ def test_run_continue_kills_what_a_crash_of_everything_left(hookcode_env, tmp_pa
             os.kill(pid, signal.SIGKILL)
         proc.communicate(timeout=30)
         time.sleep(0.3)
-        assert left_alive(found, within=0) == list(NAMES)  # all of them outlived the crash
+        assert left_alive(found, within=0) == sorted(NAMES)  # all of them outlived the crash
 
         resume = ["run", "-c", "-m", "scripted/x", "--script", str(script), "go on"]
         done = subprocess.run(

@@ -43,6 +43,8 @@ from typing import TYPE_CHECKING, Any
 
 import pluggy
 
+from hookcode.plugin_manager import PROJECT_NAME as PROJECT_NAME
+
 if TYPE_CHECKING:
     from collections.abc import Callable, Mapping
     from pathlib import Path
@@ -62,8 +64,6 @@ if TYPE_CHECKING:
     from hookcode.shell import RequestPlan
     from hookcode.store import SessionRecord
     from hookcode.tools import Tool, ToolCall, ToolContext, ToolResult
-
-PROJECT_NAME = "hookcode"
 
 hookspec = pluggy.HookspecMarker(PROJECT_NAME)
 

@@ -20,7 +20,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from hookcode.errors import UnknownTool
-from hookcode.tools import _NAME_RE, Tool
+from hookcode.tooldef import Tool, valid_tool_name
 
 if TYPE_CHECKING:
     from hookcode.runtime import Runtime
@@ -88,7 +88,7 @@ class Registry:
                         "not a Tool (decorate the function with @hookcode.tool); skipped"
                     )
                     continue
-                if not _NAME_RE.match(tool.name or ""):
+                if not valid_tool_name(tool.name or ""):
                     plugins.warn(
                         f"plugin {plugin!r} registered a tool named {tool.name!r}, which is not "
                         "a valid tool name (letters, digits, '_' and '-', at most 64); skipped"
@@ -132,7 +132,7 @@ class Registry:
         """Add a tool at run time, replacing (and shadowing) one of the same name; returns
         the entry that holds the name (not the new tool's when it is ``never_replaces``
         and the name is taken)."""
-        if not _NAME_RE.match(tool.name or ""):
+        if not valid_tool_name(tool.name or ""):
             raise ValueError(
                 f"tool name {tool.name!r} is invalid: use letters, digits, '_' and '-' "
                 "(at most 64 characters)"

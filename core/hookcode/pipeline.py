@@ -22,6 +22,7 @@ import asyncio
 import contextlib
 import inspect
 import time
+from contextvars import ContextVar
 from typing import TYPE_CHECKING, Any
 
 from hookcode.calls import AbortSignal, ToolResult
@@ -33,18 +34,20 @@ from hookcode.errors import (
     ToolError,
     ToolTimeout,
 )
-from hookcode.runtime import unrecorded_running
 from hookcode.store import ToolPartRecord
-from hookcode.tools import ToolContext
+from hookcode.tools import Host, ToolContext
 
 if TYPE_CHECKING:
     import pluggy
 
     from hookcode.calls import ToolCall
     from hookcode.registry import ToolEntry
-    from hookcode.runtime import Runtime
 
 __all__ = ["Outcome", "invoke"]
+
+#: the innermost call of this task whose running state is not committed yet (an object with
+#: ``commit()``, set by :func:`invoke`); see :meth:`hookcode.runtime.Runtime.record_part`
+unrecorded_running: ContextVar[Any] = ContextVar("hookcode_unrecorded_running", default=None)
 
 
 class HookFailed(ToolError):
@@ -58,7 +61,7 @@ class HookFailed(ToolError):
 
 
 async def invoke(
-    runtime: Runtime,
+    runtime: Host,
     call: ToolCall,
     *,
     abort: AbortSignal | None = None,
@@ -80,7 +83,7 @@ async def invoke(
     return await _invoke(runtime, call, ctx)
 
 
-async def _invoke(runtime: Runtime, call: ToolCall, ctx: ToolContext) -> Outcome:
+async def _invoke(runtime: Host, call: ToolCall, ctx: ToolContext) -> Outcome:
     plugins = runtime.plugins
     part = ToolPartRecord(
         id=call.call_id,

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, TypeVar
+from typing import TYPE_CHECKING, Any, Protocol, TypeVar
 
 from hookcode.calls import AbortSignal as AbortSignal
 from hookcode.calls import Attachment as Attachment
@@ -27,13 +27,27 @@ from hookcode.tooldef import valid_tool_name as valid_tool_name
 
 if TYPE_CHECKING:
     import asyncio
+    from concurrent.futures import ThreadPoolExecutor
 
     from pydantic import BaseModel
 
+    from hookcode.agents import AgentSpec
+    from hookcode.calls import Outcome
+    from hookcode.config import Config
     from hookcode.edits import EditTransaction
+    from hookcode.events import EventBus
+    from hookcode.fileio import PathLocks, PendingWrites
     from hookcode.filetime import FileTimes
-    from hookcode.pipeline import Outcome
-    from hookcode.runtime import Runtime
+    from hookcode.permission import PermissionService
+    from hookcode.permission_rules import Rule, Ruleset
+    from hookcode.plugin_manager import PluginsBase
+    from hookcode.process import Processes
+    from hookcode.protected import ProtectedPaths
+    from hookcode.registry import Registry
+    from hookcode.secrets import Secrets
+    from hookcode.stash import Stash
+    from hookcode.store import SessionRecord, Store, ToolPartRecord
+    from hookcode.truncate import Truncator
 
 T = TypeVar("T")
 
@@ -45,6 +59,7 @@ __all__ = [
     "Attachment",
     "EditsFiles",
     "FunctionTool",
+    "Host",
     "ReadRules",
     "Tool",
     "ToolCall",
@@ -53,6 +68,83 @@ __all__ = [
     "tool",
     "valid_tool_name",
 ]
+
+
+class Host(Protocol):
+    """The runtime as tools, the pipeline and the hooks see it (``ctx.runtime``).
+
+    :class:`hookcode.runtime.Runtime` is one, structurally: :meth:`Runtime.invoke
+    <hookcode.runtime.Runtime.invoke>` passes itself where a ``Host`` is expected, so pyright
+    reports any drift between the two. Naming this instead of the runtime keeps the tool side
+    below the runtime that builds it. Its members are what core's tool side and the tools and
+    plugins of this repository use; code that needs the rest of the runtime (``call_tool``,
+    ``trust``, a :class:`~hookcode.session.SessionLoop` of its own) narrows it with
+    ``isinstance(runtime, hookcode.Runtime)``."""
+
+    @property
+    def config(self) -> Config: ...
+    @property
+    def cwd(self) -> Path: ...
+    @property
+    def data_dir(self) -> Path: ...
+    @property
+    def env(self) -> dict[str, str]: ...
+    @property
+    def events(self) -> EventBus: ...
+    @property
+    def executor(self) -> ThreadPoolExecutor: ...
+    @property
+    def path_locks(self) -> PathLocks: ...
+    @property
+    def pending_writes(self) -> PendingWrites: ...
+    @property
+    def permissions(self) -> PermissionService: ...
+    @property
+    def plugins(self) -> PluginsBase: ...
+    @property
+    def processes(self) -> Processes: ...
+    @property
+    def protected(self) -> ProtectedPaths: ...
+    @property
+    def registry(self) -> Registry: ...
+    @property
+    def secrets(self) -> Secrets: ...
+    @property
+    def session_rules(self) -> dict[str, list[Rule]]: ...
+    @property
+    def stash(self) -> Stash: ...
+    @property
+    def store(self) -> Store: ...
+    @property
+    def truncator(self) -> Truncator: ...
+    @property
+    def trusted(self) -> bool: ...
+    @property
+    def worktree(self) -> Path: ...
+
+    def agents(self) -> dict[str, AgentSpec]: ...
+    def base_rules(self, agent_name: str) -> list[Rule]: ...
+    def create_session(
+        self,
+        *,
+        title: str = "",
+        agent: str | None = None,
+        model: str | None = None,
+        parent_id: str | None = None,
+    ) -> SessionRecord: ...
+    def file_times(self, session_id: str) -> FileTimes: ...
+    async def invoke(
+        self, call: ToolCall, *, abort: AbortSignal | None = None, parent: ToolContext | None = None
+    ) -> Outcome: ...
+    def is_inside_project(self, path: Path) -> bool: ...
+    def new_id(self, prefix: str) -> str: ...
+    def on_close(self, callback: Callable[[], object]) -> None: ...
+    def record_part(self, part: ToolPartRecord) -> None: ...
+    def ruleset(
+        self, agent: str, session_id: str | None = None, *, approvals: bool = True
+    ) -> Ruleset: ...
+    def timeout_for(self, tool: Tool) -> float | None: ...
+    def truncate(self, result: ToolResult, tool: Tool, ctx: ToolContext) -> None: ...
 
 
 class ToolContext:
@@ -72,7 +164,7 @@ class ToolContext:
 
     def __init__(
         self,
-        runtime: Runtime,
+        runtime: Host,
         call: ToolCall,
         *,
         abort: AbortSignal | None = None,
@@ -308,8 +400,6 @@ class ToolContext:
         """:meth:`invoke`, returning the :class:`~hookcode.pipeline.Outcome` (result or error)
         instead of raising: the call runs as this call's agent and model, with its own call id,
         this call as its parent, and an abort signal that follows this call's."""
-        from hookcode.pipeline import invoke
-
         call = ToolCall(
             tool=tool,
             args=args if args is not None else {},
@@ -319,7 +409,7 @@ class ToolContext:
             message_id=self.message_id,
             model=self.model,
         )
-        return await invoke(self.runtime, call, parent=self)
+        return await self.runtime.invoke(call, parent=self)
 
     def invoke_sync(self, tool: str, args: dict[str, Any] | str | None = None) -> ToolResult:
         """:meth:`invoke` for sync tools running in a worker thread."""

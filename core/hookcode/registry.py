@@ -17,15 +17,30 @@ from __future__ import annotations
 import copy
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 from hookcode.errors import UnknownTool
 from hookcode.tooldef import Tool, valid_tool_name
 
 if TYPE_CHECKING:
-    from hookcode.runtime import Runtime
+    from hookcode.config import Config
+    from hookcode.permission_rules import Ruleset
+    from hookcode.plugin_manager import PluginsBase
 
-__all__ = ["Registry", "ToolEntry"]
+__all__ = ["Registry", "RegistryHost", "ToolEntry"]
+
+
+class RegistryHost(Protocol):
+    """The part of the runtime (:class:`hookcode.runtime.Runtime`) the registry uses; it is
+    handed on to the ``register_tools`` hook as the ``runtime``."""
+
+    @property
+    def plugins(self) -> PluginsBase: ...
+    @property
+    def config(self) -> Config: ...
+    def ruleset(
+        self, agent: str, session_id: str | None = None, *, approvals: bool = True
+    ) -> Ruleset: ...
 
 
 @dataclass
@@ -59,7 +74,7 @@ class ToolEntry:
 
 
 class Registry:
-    def __init__(self, runtime: Runtime) -> None:
+    def __init__(self, runtime: RegistryHost) -> None:
         self.runtime = runtime
         self._entries: dict[str, ToolEntry] | None = None
 

@@ -1,7 +1,9 @@
-"""What one tool call is made of: the call, its result (with attachments), its abort signal and
-its :class:`Outcome` (result or error). The bottom of the tool side: everything above it
-(:mod:`hookcode.tooldef`, :mod:`hookcode.tools`, :mod:`hookcode.pipeline`) names these; they are
-re-exported there, so ``hookcode.tools.ToolCall`` and ``hookcode.pipeline.Outcome`` keep working.
+"""What one tool call is made of: the call, its result (with attachments), its abort signal,
+its :class:`Outcome` (result or error), and which call of a task is not recorded yet.
+
+The bottom of the tool side: everything above it (:mod:`hookcode.tooldef`,
+:mod:`hookcode.tools`, :mod:`hookcode.pipeline`, :mod:`hookcode.runtime`) names these; they
+are re-exported, so ``hookcode.tools.ToolCall`` and ``hookcode.pipeline.Outcome`` keep working.
 """
 
 from __future__ import annotations
@@ -9,12 +11,18 @@ from __future__ import annotations
 import contextlib
 import threading
 from collections.abc import Callable
+from contextvars import ContextVar
 from dataclasses import dataclass, field
 from typing import Any
 
 from hookcode.errors import ToolError
 
-__all__ = ["AbortSignal", "Attachment", "Outcome", "ToolCall", "ToolResult"]
+__all__ = ["AbortSignal", "Attachment", "Outcome", "ToolCall", "ToolResult", "unrecorded_running"]
+
+#: the innermost call of this task whose running state is not committed yet (an object with
+#: ``commit()``, set by :func:`hookcode.pipeline.invoke`): what
+#: :meth:`hookcode.runtime.Runtime.record_part` commits before anything recorded inside it
+unrecorded_running: ContextVar[Any] = ContextVar("hookcode_unrecorded_running", default=None)
 
 
 @dataclass

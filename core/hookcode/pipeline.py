@@ -22,10 +22,9 @@ import asyncio
 import contextlib
 import inspect
 import time
-from contextvars import ContextVar
 from typing import TYPE_CHECKING, Any
 
-from hookcode.calls import AbortSignal, ToolResult
+from hookcode.calls import AbortSignal, ToolResult, unrecorded_running
 from hookcode.calls import Outcome as Outcome
 from hookcode.errors import (
     PermissionRefused,
@@ -44,10 +43,6 @@ if TYPE_CHECKING:
     from hookcode.registry import ToolEntry
 
 __all__ = ["Outcome", "invoke"]
-
-#: the innermost call of this task whose running state is not committed yet (an object with
-#: ``commit()``, set by :func:`invoke`); see :meth:`hookcode.runtime.Runtime.record_part`
-unrecorded_running: ContextVar[Any] = ContextVar("hookcode_unrecorded_running", default=None)
 
 
 class HookFailed(ToolError):

@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import IO, TYPE_CHECKING, Any
 
 from hookcode.agents import AgentSpec
+from hookcode.calls import unrecorded_running
 from hookcode.configfiles import data_dir_for, find_worktree
 from hookcode.errors import HookcodeError
 from hookcode.events import EventBus
@@ -471,8 +472,6 @@ class Runtime:
         """Commit a tool part. Inside a call whose running state is not committed yet
         (``pipeline.invoke`` commits it when the call first waits), that state is committed
         first: a call is stored before anything recorded inside it (its sub-calls)."""
-        from hookcode.pipeline import unrecorded_running
-
         unrecorded = unrecorded_running.get()
         if unrecorded is not None:
             unrecorded.commit()

@@ -14,6 +14,7 @@ __all__ = [
     "Attachment",
     "ConfigError",
     "HookcodeError",
+    "Host",
     "Outcome",
     "PermissionDenied",
     "PermissionRejected",
@@ -46,6 +47,7 @@ _WHERE = {
     "Attachment": "hookcode.tools",
     "ConfigError": "hookcode.errors",
     "HookcodeError": "hookcode.errors",
+    "Host": "hookcode.tools",
     "Outcome": "hookcode.pipeline",
     "PermissionDenied": "hookcode.errors",
     "PermissionRejected": "hookcode.errors",
@@ -92,6 +94,7 @@ if TYPE_CHECKING:
     from hookcode.tools import (
         AbortSignal,
         Attachment,
+        Host,
         Tool,
         ToolCall,
         ToolContext,

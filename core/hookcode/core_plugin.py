@@ -4,14 +4,10 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-import pluggy
-
-from hookcode.hookspecs import PROJECT_NAME
+from hookcode.plugin_manager import hookimpl
 
 if TYPE_CHECKING:
     from hookcode.tools import ToolCall, ToolContext, ToolResult
-
-hookimpl = pluggy.HookimplMarker(PROJECT_NAME)
 
 
 @hookimpl(trylast=True)

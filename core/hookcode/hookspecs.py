@@ -23,7 +23,10 @@ How hookcode calls hooks
   called ``read``) the later registration wins, and the loser is reported as shadowed.
 * Hooks whose other arguments do not lead to the :class:`~hookcode.runtime.Runtime` get it
   as their ``runtime`` argument (``register_tools``, ``config``, ``chat_message``, ``event``,
-  ...); tool hooks reach it as ``ctx.runtime``. Per-run state belongs in ``runtime.stash``
+  ...); tool hooks reach it as ``ctx.runtime``. Both are typed :class:`~hookcode.tools.Host`
+  (``hookcode.Host``), the part of the runtime plugins use; the object is the runtime itself,
+  so an implementation may annotate its parameter ``Runtime`` instead, or narrow with
+  ``isinstance``. Per-run state belongs in ``runtime.stash``
   (:mod:`hookcode.stash`), and what must stop when the run ends in ``runtime.on_close``.
 * **Lifecycle hooks** run in pluggy's order: the most recently registered plugin first,
   adjusted by ``tryfirst`` / ``trylast``. Implementations mutate the objects they are given.
@@ -43,6 +46,8 @@ from typing import TYPE_CHECKING, Any
 
 import pluggy
 
+from hookcode.plugin_manager import PROJECT_NAME as PROJECT_NAME
+
 if TYPE_CHECKING:
     from collections.abc import Callable, Mapping
     from pathlib import Path
@@ -58,12 +63,9 @@ if TYPE_CHECKING:
     from hookcode.permission import PermissionRequest, Reply, Rule, ShellAnalysis, Vote
     from hookcode.providers import AuthMethod, Provider
     from hookcode.question import QuestionRequest
-    from hookcode.runtime import Runtime
     from hookcode.shell import RequestPlan
     from hookcode.store import SessionRecord
-    from hookcode.tools import Tool, ToolCall, ToolContext, ToolResult
-
-PROJECT_NAME = "hookcode"
+    from hookcode.tools import Host, Tool, ToolCall, ToolContext, ToolResult
 
 hookspec = pluggy.HookspecMarker(PROJECT_NAME)
 
@@ -73,7 +75,7 @@ hookspec = pluggy.HookspecMarker(PROJECT_NAME)
 
 
 @hookspec
-def register_tools(register: Callable[..., None], runtime: Runtime) -> None:
+def register_tools(register: Callable[..., None], runtime: Host) -> None:
     """Contribute tools::
 
         @hookimpl
@@ -211,7 +213,7 @@ def project_code(cwd: Path, worktree: Path, env: Mapping[str, str]) -> list[str]
 
 
 @hookspec
-def permission_defaults(agent: AgentSpec, config: Config, runtime: Runtime) -> list[Rule]:
+def permission_defaults(agent: AgentSpec, config: Config, runtime: Host) -> list[Rule]:
     """Contribute default permission rules for an agent.
 
     These are rules, not votes: they come after the agent's own defaults and before the
@@ -236,7 +238,7 @@ def permission_defaults(agent: AgentSpec, config: Config, runtime: Runtime) -> l
 
 
 @hookspec(historic=True)
-def config(config: Config, runtime: Runtime) -> None:
+def config(config: Config, runtime: Host) -> None:
     """Called once after the config is loaded and validated.
 
     Historic: a plugin registered later still receives it.
@@ -255,7 +257,7 @@ def config(config: Config, runtime: Runtime) -> None:
 
 
 @hookspec
-def chat_message(message: UserMessage, session: SessionRecord, runtime: Runtime) -> None:
+def chat_message(message: UserMessage, session: SessionRecord, runtime: Host) -> None:
     """A user message, before it is stored and sent to the model.
 
     Args:
@@ -271,7 +273,7 @@ def chat_message(message: UserMessage, session: SessionRecord, runtime: Runtime)
 
 
 @hookspec
-def session_stop(session: SessionRecord, text: str, active: bool, runtime: Runtime) -> str | None:
+def session_stop(session: SessionRecord, text: str, active: bool, runtime: Host) -> str | None:
     """The model ended its turn without asking for tools: the run is about to end.
 
     Args:
@@ -292,7 +294,7 @@ def session_stop(session: SessionRecord, text: str, active: bool, runtime: Runti
 
 @hookspec
 def chat_params(
-    params: dict[str, Any], session: SessionRecord, agent: AgentSpec, model: str, runtime: Runtime
+    params: dict[str, Any], session: SessionRecord, agent: AgentSpec, model: str, runtime: Host
 ) -> None:
     """Parameters of every model request.
 
@@ -312,7 +314,7 @@ def chat_params(
 
 @hookspec
 def system_prompt(
-    parts: list[str], session: SessionRecord, agent: AgentSpec, model: str, runtime: Runtime
+    parts: list[str], session: SessionRecord, agent: AgentSpec, model: str, runtime: Host
 ) -> None:
     """The system prompt of every model request.
 
@@ -438,7 +440,7 @@ def tool_execute_error(call: ToolCall, error: BaseException, ctx: ToolContext) -
 
 
 @hookspec
-def permission_ask(request: PermissionRequest, runtime: Runtime) -> Vote | str | None:
+def permission_ask(request: PermissionRequest, runtime: Host) -> Vote | str | None:
     """Vote on a permission request. Deny beats ask beats allow; no vote at all means ask.
 
     Args:
@@ -540,7 +542,7 @@ def shell_env(env: dict[str, str], cwd: str, ctx: ToolContext | None) -> None:
 
 
 @hookspec
-def event(event: Event, runtime: Runtime) -> None:
+def event(event: Event, runtime: Host) -> None:
     """Every event on the bus: ``session.*``, ``message.*``, ``tool.*``, ``permission.*``,
     ``file.edited``, ``todo.updated``.
 

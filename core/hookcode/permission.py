@@ -17,8 +17,9 @@ the reply and the ask/reply flow); every name of the parts stays importable from
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Literal
+from typing import TYPE_CHECKING, Any, Literal, Protocol, TypeVar
 
 from hookcode.errors import PermissionDenied, PermissionRejected
 
@@ -42,13 +43,20 @@ from hookcode.shell_analysis import ShellAnalysis as ShellAnalysis
 
 if TYPE_CHECKING:
     import asyncio
+    from pathlib import Path
 
-    from hookcode.runtime import Runtime
-    from hookcode.tools import ToolContext
+    from hookcode.calls import ToolCall
+    from hookcode.events import EventBus
+    from hookcode.plugin_manager import PluginsBase
+    from hookcode.store import Store
+
+T = TypeVar("T")
 
 __all__ = [
     "Action",
+    "Asker",
     "Decision",
+    "PermissionHost",
     "PermissionRequest",
     "PermissionService",
     "Reply",
@@ -111,10 +119,43 @@ class PermissionRequest:
         }
 
 
+class PermissionHost(Protocol):
+    """The part of the runtime (:class:`hookcode.runtime.Runtime`) the permission flow uses."""
+
+    @property
+    def cwd(self) -> Path: ...
+    @property
+    def worktree(self) -> Path: ...
+    @property
+    def plugins(self) -> PluginsBase: ...
+    @property
+    def events(self) -> EventBus: ...
+    @property
+    def store(self) -> Store: ...
+    @property
+    def refusals(self) -> list[PermissionRequest]: ...
+    def new_id(self, prefix: str) -> str: ...
+    def ruleset(
+        self, agent: str, session_id: str | None = None, *, approvals: bool = True
+    ) -> Ruleset: ...
+
+
+class Asker(Protocol):
+    """Who asks: the part of a :class:`hookcode.tools.ToolContext` the permission flow uses."""
+
+    @property
+    def call(self) -> ToolCall: ...
+    @property
+    def agent(self) -> str: ...
+    @property
+    def session_id(self) -> str: ...
+    async def run_blocking(self, fn: Callable[[], T]) -> T: ...
+
+
 class PermissionService:
     """Runs ``ctx.ask``: votes, then (for ``ask``) the prompt, remembering ``always`` replies."""
 
-    def __init__(self, runtime: Runtime) -> None:
+    def __init__(self, runtime: PermissionHost) -> None:
         self.runtime = runtime
         self._locks: dict[str, asyncio.Lock] = {}
         self._seq = 0
@@ -149,7 +190,7 @@ class PermissionService:
 
     async def ask(
         self,
-        ctx: ToolContext,
+        ctx: Asker,
         *,
         permission: str,
         patterns: list[str],
@@ -164,7 +205,7 @@ class PermissionService:
 
     def decide(
         self,
-        ctx: ToolContext,
+        ctx: Asker,
         *,
         permission: str,
         patterns: list[str],
@@ -203,7 +244,7 @@ class PermissionService:
             )
         return request, seq
 
-    async def wait(self, ctx: ToolContext, pending: tuple[PermissionRequest, int]) -> None:
+    async def wait(self, ctx: Asker, pending: tuple[PermissionRequest, int]) -> None:
         """The rest of :meth:`ask` for a request the votes left at ``ask``."""
         import asyncio
 
@@ -302,9 +343,7 @@ class PermissionService:
             ],
         )
 
-    async def _prompt(
-        self, request: PermissionRequest, ctx: ToolContext
-    ) -> tuple[str | None, Reply]:
+    async def _prompt(self, request: PermissionRequest, ctx: Asker) -> tuple[str | None, Reply]:
         """The front end that answered (None: nobody, so reject) and its reply."""
         plugins = self.runtime.plugins
         if not plugins.has_impls("permission_prompt"):

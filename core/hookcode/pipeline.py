@@ -22,9 +22,10 @@ import asyncio
 import contextlib
 import inspect
 import time
-from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+from hookcode.calls import AbortSignal, ToolResult, unrecorded_running
+from hookcode.calls import Outcome as Outcome
 from hookcode.errors import (
     PermissionRefused,
     ToolAborted,
@@ -32,52 +33,16 @@ from hookcode.errors import (
     ToolError,
     ToolTimeout,
 )
-from hookcode.runtime import unrecorded_running
 from hookcode.store import ToolPartRecord
-from hookcode.tools import AbortSignal, ToolContext, ToolResult
+from hookcode.tools import Host, ToolContext
 
 if TYPE_CHECKING:
     import pluggy
 
+    from hookcode.calls import ToolCall
     from hookcode.registry import ToolEntry
-    from hookcode.runtime import Runtime
-    from hookcode.tools import ToolCall
 
 __all__ = ["Outcome", "invoke"]
-
-
-@dataclass
-class Outcome:
-    """The end of one call: a result, or the error it failed with."""
-
-    call: ToolCall
-    result: ToolResult | None = None
-    error: BaseException | None = None
-    #: the error's message as recorded and shown (known secrets redacted); None: the error's own
-    message: str | None = None
-
-    @property
-    def ok(self) -> bool:
-        return self.error is None
-
-    @property
-    def error_text(self) -> str | None:
-        if self.error is None:
-            return None
-        return self.message if self.message is not None else _message(self.error)
-
-    def to_dict(self) -> dict[str, Any]:
-        if self.result is not None and self.error is None:
-            data = self.result.to_dict()
-            data["error"] = None
-            return data
-        return {
-            "title": "",
-            "output": "",
-            "metadata": {},
-            "attachments": [],
-            "error": self.error_text,
-        }
 
 
 class HookFailed(ToolError):
@@ -90,15 +55,8 @@ class HookFailed(ToolError):
         self.__cause__ = exc
 
 
-def _message(exc: BaseException) -> str:
-    text = str(exc)
-    if isinstance(exc, ToolError):
-        return text
-    return text or type(exc).__name__
-
-
 async def invoke(
-    runtime: Runtime,
+    runtime: Host,
     call: ToolCall,
     *,
     abort: AbortSignal | None = None,
@@ -120,7 +78,7 @@ async def invoke(
     return await _invoke(runtime, call, ctx)
 
 
-async def _invoke(runtime: Runtime, call: ToolCall, ctx: ToolContext) -> Outcome:
+async def _invoke(runtime: Host, call: ToolCall, ctx: ToolContext) -> Outcome:
     plugins = runtime.plugins
     part = ToolPartRecord(
         id=call.call_id,

@@ -17,15 +17,30 @@ from __future__ import annotations
 import copy
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 from hookcode.errors import UnknownTool
-from hookcode.tools import _NAME_RE, Tool
+from hookcode.tooldef import Tool, valid_tool_name
 
 if TYPE_CHECKING:
-    from hookcode.runtime import Runtime
+    from hookcode.config import Config
+    from hookcode.permission_rules import Ruleset
+    from hookcode.plugin_manager import PluginsBase
 
-__all__ = ["Registry", "ToolEntry"]
+__all__ = ["Registry", "RegistryHost", "ToolEntry"]
+
+
+class RegistryHost(Protocol):
+    """The part of the runtime (:class:`hookcode.runtime.Runtime`) the registry uses; it is
+    handed on to the ``register_tools`` hook as the ``runtime``."""
+
+    @property
+    def plugins(self) -> PluginsBase: ...
+    @property
+    def config(self) -> Config: ...
+    def ruleset(
+        self, agent: str, session_id: str | None = None, *, approvals: bool = True
+    ) -> Ruleset: ...
 
 
 @dataclass
@@ -59,7 +74,7 @@ class ToolEntry:
 
 
 class Registry:
-    def __init__(self, runtime: Runtime) -> None:
+    def __init__(self, runtime: RegistryHost) -> None:
         self.runtime = runtime
         self._entries: dict[str, ToolEntry] | None = None
 
@@ -88,7 +103,7 @@ class Registry:
                         "not a Tool (decorate the function with @hookcode.tool); skipped"
                     )
                     continue
-                if not _NAME_RE.match(tool.name or ""):
+                if not valid_tool_name(tool.name or ""):
                     plugins.warn(
                         f"plugin {plugin!r} registered a tool named {tool.name!r}, which is not "
                         "a valid tool name (letters, digits, '_' and '-', at most 64); skipped"
@@ -132,7 +147,7 @@ class Registry:
         """Add a tool at run time, replacing (and shadowing) one of the same name; returns
         the entry that holds the name (not the new tool's when it is ``never_replaces``
         and the name is taken)."""
-        if not _NAME_RE.match(tool.name or ""):
+        if not valid_tool_name(tool.name or ""):
             raise ValueError(
                 f"tool name {tool.name!r} is invalid: use letters, digits, '_' and '-' "
                 "(at most 64 characters)"

@@ -10,11 +10,11 @@ import time
 import weakref
 from collections.abc import Callable, Mapping
 from concurrent.futures import ThreadPoolExecutor
-from contextvars import ContextVar
 from pathlib import Path
 from typing import IO, TYPE_CHECKING, Any
 
 from hookcode.agents import AgentSpec
+from hookcode.calls import unrecorded_running
 from hookcode.configfiles import data_dir_for, find_worktree
 from hookcode.errors import HookcodeError
 from hookcode.events import EventBus
@@ -35,15 +35,16 @@ from hookcode.trust import Trust, TrustStore
 
 if TYPE_CHECKING:
     from hookcode.auth import Credentials
+    from hookcode.calls import AbortSignal, Outcome, ToolCall, ToolResult
     from hookcode.config import Config
     from hookcode.permission import PermissionRequest
-    from hookcode.pipeline import Outcome
     from hookcode.process import Processes
     from hookcode.protected import ProtectedPaths
     from hookcode.providers import Provider
     from hookcode.secrets import Secrets
     from hookcode.store import SessionRecord, Store, ToolPartRecord
-    from hookcode.tools import AbortSignal, Tool, ToolContext, ToolResult
+    from hookcode.tooldef import Tool
+    from hookcode.tools import ToolContext
     from hookcode.truncate import Truncator
 
 __all__ = ["Runtime", "data_dir_for", "find_worktree"]
@@ -52,11 +53,6 @@ __all__ = ["Runtime", "data_dir_for", "find_worktree"]
 THREADS = 32
 #: seconds between two clean-ups of old spill files
 CLEANUP_INTERVAL = 3600.0
-
-
-#: the innermost call of this task whose running state is not committed yet (an object with
-#: ``commit()``, set by ``pipeline.invoke``); see :meth:`Runtime.record_part`
-unrecorded_running: ContextVar[Any] = ContextVar("hookcode_unrecorded_running", default=None)
 
 
 class Runtime:
@@ -515,8 +511,7 @@ class Runtime:
         agent) in the session ``session_id``, else in a new one; ``abort`` aborts the call
         when it fires. The CLI's ``tools call`` and :func:`hookcode.testing.invoke_tool` use it.
         """
-        from hookcode.pipeline import invoke
-        from hookcode.tools import ToolCall
+        from hookcode.calls import ToolCall
 
         agent_name = agent or self.default_agent
         if session_id is None:
@@ -529,7 +524,16 @@ class Runtime:
             agent=agent_name,
             model=model,
         )
-        return await invoke(self, call, abort=abort)
+        return await self.invoke(call, abort=abort)
+
+    async def invoke(
+        self, call: ToolCall, *, abort: AbortSignal | None = None, parent: ToolContext | None = None
+    ) -> Outcome:
+        """Run ``call`` through the whole pipeline (:func:`hookcode.pipeline.invoke`) in this
+        runtime: what ``ctx.invoke`` (a tool calling a tool) and :meth:`call_tool` go through."""
+        from hookcode.pipeline import invoke
+
+        return await invoke(self, call, abort=abort, parent=parent)
 
     # -- sessions -----------------------------------------------------------------------------
     def create_session(

@@ -103,10 +103,11 @@ class TaskTool(Tool):
         ] = None,
         command: Annotated[str | None, "The command that triggered this task"] = None,
     ) -> ToolResult:
-        from hookcode import AbortSignal, SessionLoop
+        from hookcode import AbortSignal, Runtime, SessionLoop
         from hookcode.errors import ToolAborted, ToolError
 
         runtime = ctx.runtime
+        assert isinstance(runtime, Runtime), "a sub-agent's session loop needs the whole runtime"
         spec = runtime.agents().get(subagent_type)
         if spec is None or spec.mode in ("primary", "hidden"):
             raise ToolError(f"Unknown agent type: {subagent_type} is not a valid agent type")

@@ -35,6 +35,7 @@ from typing import TYPE_CHECKING, Any
 from hookcode import hookimpl
 
 if TYPE_CHECKING:
+    from hookcode import Host
     from hookcode.permission import PermissionRequest, Reply, Vote
     from hookcode.runtime import Runtime
     from hookcode.tools import ToolCall, ToolContext, ToolResult
@@ -66,7 +67,7 @@ def config_schema() -> dict[str, Any]:
     return {"hooks": hooks_model()}
 
 
-def _entries(runtime: Runtime | None, event: str) -> list[Any]:
+def _entries(runtime: Host | None, event: str) -> list[Any]:
     if runtime is None:
         return []
     section = runtime.config.section("hooks")
@@ -74,7 +75,7 @@ def _entries(runtime: Runtime | None, event: str) -> list[Any]:
 
 
 def _payload(
-    runtime: Runtime, event: str, session_id: str, call: ToolCall | None = None, **extra: Any
+    runtime: Host, event: str, session_id: str, call: ToolCall | None = None, **extra: Any
 ) -> dict[str, Any]:
     from hookcode_shell_hooks.transcript import write_transcript
 
@@ -93,11 +94,11 @@ def _payload(
     }
 
 
-def _env(runtime: Runtime) -> dict[str, str]:
+def _env(runtime: Host) -> dict[str, str]:
     return {**runtime.env, "CLAUDE_PROJECT_DIR": str(runtime.worktree)}
 
 
-def _selected(runtime: Runtime, event: str, call: ToolCall) -> list[tuple[int, Any]]:
+def _selected(runtime: Host, event: str, call: ToolCall) -> list[tuple[int, Any]]:
     """The (index, entry) pairs of ``event`` whose matcher selects the call's tool."""
     entries = _entries(runtime, event)
     if not entries:
@@ -110,7 +111,7 @@ def _selected(runtime: Runtime, event: str, call: ToolCall) -> list[tuple[int, A
 
 
 async def _run_tool_hooks(
-    runtime: Runtime, event: str, call: ToolCall, selected: list[tuple[int, Any]], **extra: Any
+    runtime: Host, event: str, call: ToolCall, selected: list[tuple[int, Any]], **extra: Any
 ) -> list[HookRun]:
     import asyncio
 
@@ -146,7 +147,7 @@ async def _run_tool_hooks(
     )
 
 
-def _run_sync_hooks(runtime: Runtime, event: str, payload: dict[str, Any]) -> list[HookRun]:
+def _run_sync_hooks(runtime: Host, event: str, payload: dict[str, Any]) -> list[HookRun]:
     from concurrent.futures import ThreadPoolExecutor
 
     from hookcode_shell_hooks.runner import label_of, run_hook_sync
@@ -174,7 +175,7 @@ def _run_sync_hooks(runtime: Runtime, event: str, payload: dict[str, Any]) -> li
         return list(pool.map(run, enumerate(entries)))
 
 
-def _report(runtime: Runtime, run: HookRun, problem: str) -> None:
+def _report(runtime: Host, run: HookRun, problem: str) -> None:
     runtime.plugins.warn(f"{run.label} {problem}; ignored (not blocking)")
 
 
@@ -190,7 +191,7 @@ class _Verdict:
 
 
 def _read(
-    runtime: Runtime, event: str, runs: list[HookRun], *, plain_stdout_is_context: bool = False
+    runtime: Host, event: str, runs: list[HookRun], *, plain_stdout_is_context: bool = False
 ) -> _Verdict:
     verdict = _Verdict()
     for run in runs:
@@ -217,7 +218,7 @@ def _read(
 
 
 def _read_json(
-    runtime: Runtime, event: str, run: HookRun, output: dict[str, Any], verdict: _Verdict
+    runtime: Host, event: str, run: HookRun, output: dict[str, Any], verdict: _Verdict
 ) -> None:
     message = output.get("systemMessage")
     if isinstance(message, str) and message.strip():

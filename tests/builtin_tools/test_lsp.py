@@ -17,6 +17,7 @@ import time
 from pathlib import Path
 
 import pytest
+from helpers.fake_lsp import MESSAGE_LOOP, SHUTDOWN
 from hookcode.errors import PermissionRejected
 from hookcode.testing import HookcodeEnv, ReplyWith, invoke_tool
 from hookcode_tool_lsp import NO_SERVER
@@ -430,33 +431,17 @@ def test_a_server_that_exits_at_once_leaves_a_note(hookcode_env):
     )
 
 
-CRASHY = r'''
+CRASHY = (
+    r'''
 import json, sys
 from pathlib import Path
 
 counter = Path(sys.argv[1])
 starts = int(counter.read_text()) + 1 if counter.exists() else 1
 counter.write_text(str(starts))
-stdin, stdout = sys.stdin.buffer, sys.stdout.buffer
-
-def send(message):
-    body = json.dumps(message).encode()
-    stdout.write(b"Content-Length: %d\r\n\r\n" % len(body) + body)
-    stdout.flush()
-
-while True:
-    length = 0
-    while True:
-        line = stdin.readline()
-        if not line:
-            sys.exit(0)
-        if not line.strip():
-            break
-        if line.lower().startswith(b"content-length:"):
-            length = int(line.split(b":")[1])
-    message = json.loads(stdin.read(length))
-    method = message.get("method")
-    if method == "initialize":
+'''
+    + MESSAGE_LOOP
+    + r'''    if method == "initialize":
         send({"jsonrpc": "2.0", "id": message["id"],
               "result": {"capabilities": {"textDocumentSync": 1}}})
     elif method in ("textDocument/didOpen", "textDocument/didChange"):
@@ -472,11 +457,9 @@ while True:
                 {"range": {"start": {"line": 0, "character": 0},
                            "end": {"line": 0, "character": 1}},
                  "severity": 2, "message": "a warning is not shown"}]}})
-    elif method == "shutdown":
-        send({"jsonrpc": "2.0", "id": message["id"], "result": None})
-    elif method == "exit":
-        sys.exit(0)
 '''
+    + SHUTDOWN
+)
 
 
 def test_a_server_that_crashes_mid_way_is_noted_then_restarted(hookcode_env, tmp_path):

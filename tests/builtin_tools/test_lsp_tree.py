@@ -11,6 +11,7 @@ import time
 from pathlib import Path
 
 import pytest
+from helpers.fake_lsp import MESSAGE_LOOP, SHUTDOWN
 from hookcode.process import pid_alive
 from hookcode.testing import HookcodeEnv, invoke_tool
 from hookcode_tool_lsp.manager import manager_for
@@ -19,7 +20,8 @@ pytestmark = pytest.mark.skipif(
     not sys.platform.startswith("linux"), reason="the process guardian's trees need Linux"
 )
 
-FORKY = r"""
+FORKY = (
+    r"""
 import json, subprocess, sys
 out = sys.argv[1]
 # children that leave the server's process group: a setsid one and a double-forked one
@@ -27,37 +29,18 @@ subprocess.Popen(["setsid", "sh", "-c", f"echo $$ > {out}/setsid.tmp; "
                   f"mv {out}/setsid.tmp {out}/setsid; exec sleep 301"])
 subprocess.Popen(["sh", "-c", f"(sh -c 'echo $$ > {out}/double.tmp; "
                   f"mv {out}/double.tmp {out}/double; exec sleep 302' &) &"])
-stdin, stdout = sys.stdin.buffer, sys.stdout.buffer
-
-def send(message):
-    body = json.dumps(message).encode()
-    stdout.write(b"Content-Length: %d\r\n\r\n" % len(body) + body)
-    stdout.flush()
-
-while True:
-    length = 0
-    while True:
-        line = stdin.readline()
-        if not line:
-            sys.exit(0)
-        if not line.strip():
-            break
-        if line.lower().startswith(b"content-length:"):
-            length = int(line.split(b":")[1])
-    message = json.loads(stdin.read(length))
-    method = message.get("method")
-    if method == "initialize":
+"""
+    + MESSAGE_LOOP
+    + r"""    if method == "initialize":
         send({"jsonrpc": "2.0", "id": message["id"],
               "result": {"capabilities": {"textDocumentSync": 1}}})
     elif method in ("textDocument/didOpen", "textDocument/didChange"):
         doc = message["params"]["textDocument"]
         send({"jsonrpc": "2.0", "method": "textDocument/publishDiagnostics",
               "params": {"uri": doc["uri"], "version": doc.get("version"), "diagnostics": []}})
-    elif method == "shutdown":
-        send({"jsonrpc": "2.0", "id": message["id"], "result": None})
-    elif method == "exit":
-        sys.exit(0)
 """
+    + SHUTDOWN
+)
 
 DRIVER = """
 import sys, time

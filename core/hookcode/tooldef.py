@@ -324,7 +324,7 @@ class FunctionTool(Tool):
         self._description: str | None = description
         super().__init__()
         self.name = name or fn.__name__
-        if not _NAME_RE.match(self.name):
+        if not valid_tool_name(self.name):
             raise ValueError(
                 f"tool name {self.name!r} is invalid: use letters, digits, '_' and '-' "
                 "(at most 64 characters)"

@@ -299,3 +299,30 @@ def test_a_cut_output_suggests_the_task_tool_while_the_agent_may_use_it(hookcode
     # and without the task tool installed
     rt = hookcode_env.runtime(HOOKCODE_LOAD_PLUGINS="policy_rules")
     assert "Task tool" not in invoke_tool(rt, "spill").result.output
+
+
+def test_a_host_that_is_not_the_runtime_is_told_it_cannot_run_a_sub_agent(hookcode_env):
+    """``ctx.runtime`` is typed as the Host protocol; a sub-agent needs the whole runtime (it
+    makes a child session and runs a loop), so another host gets a ToolError naming it, also
+    under ``python -O`` (no assert)."""
+    from hookcode.calls import ToolCall
+    from hookcode.errors import ToolError
+
+    rt = hookcode_env.runtime(HOOKCODE_LOAD_PLUGINS=PLUGINS)
+
+    class Forwarding:
+        """Every attribute of the real runtime, but not a Runtime."""
+
+        def __getattr__(self, name: str) -> Any:
+            return getattr(rt, name)
+
+    entry = rt.registry.get("task")
+    assert entry is not None
+    call = ToolCall(tool="task", args={}, session_id="s", call_id="c", agent="build")
+    ctx = ToolContext(Forwarding(), call)  # type: ignore[arg-type]
+    with pytest.raises(
+        ToolError, match=r"needs hookcode's Runtime to run a sub-agent, not .*Forwarding$"
+    ):
+        asyncio.run(
+            entry.tool.run(ctx, description="d", prompt="p", subagent_type="explore")  # type: ignore[attr-defined]
+        )

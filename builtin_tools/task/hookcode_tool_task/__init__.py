@@ -107,7 +107,13 @@ class TaskTool(Tool):
         from hookcode.errors import ToolAborted, ToolError
 
         runtime = ctx.runtime
-        assert isinstance(runtime, Runtime), "a sub-agent's session loop needs the whole runtime"
+        if not isinstance(runtime, Runtime):
+            # ctx.runtime is typed as the Host protocol; a sub-agent's session loop needs the
+            # runtime that can make sessions and run them, so a stand-in host cannot run tasks.
+            raise ToolError(
+                f"the task tool needs hookcode's Runtime to run a sub-agent, "
+                f"not {type(runtime).__qualname__}"
+            )
         spec = runtime.agents().get(subagent_type)
         if spec is None or spec.mode in ("primary", "hidden"):
             raise ToolError(f"Unknown agent type: {subagent_type} is not a valid agent type")

@@ -141,6 +141,10 @@ class LspClient:
         self._gone: ServerGone | None = None
         self._exited = asyncio.Event()
         self._closing = False
+        #: ``$/progress`` tokens whose work has begun and not ended (the server is busy)
+        self.work: set[Any] = set()
+        #: the loop time at which the last reported work ended (None: none has)
+        self.idle_since: float | None = None
 
     # -- life cycle ---------------------------------------------------------------------------
     @property
@@ -360,6 +364,26 @@ class LspClient:
             return
         if method == "textDocument/publishDiagnostics" and isinstance(params, dict):
             self._published(params)
+        elif method == "$/progress" and isinstance(params, dict):
+            self._progress(params)
+
+    def _progress(self, params: dict[str, Any]) -> None:
+        """Work the server reports (``$/progress`` begin / report / end): while some runs, a
+        wait for diagnostics is extended (a cold server is still loading the project)."""
+        value = params.get("value")
+        token = params.get("token")
+        if not isinstance(value, dict) or not isinstance(token, str | int):
+            return
+        kind = value.get("kind")
+        if kind == "begin":
+            self.work.add(token)
+        elif kind == "end" and token in self.work:
+            self.work.discard(token)
+            if not self.work:
+                self.idle_since = asyncio.get_running_loop().time()
+        else:
+            return
+        self._wake_all()  # waiters recompute their deadline
 
     async def _answer(self, request_id: Any, method: str, params: Any) -> None:
         error: dict[str, Any] | None = None
@@ -453,8 +477,7 @@ class LspClient:
         version = params.get("version")
         self._seq += 1
         if uri not in self.documents and (
-            not diagnostics
-            or (uri.startswith("file:") and not os.path.exists(uri_to_path(uri)))
+            not diagnostics or (uri.startswith("file:") and not os.path.exists(uri_to_path(uri)))
         ):
             # a closed document's: the server clearing it, or a check of a file that is gone
             # which arrived after its didClose; either way it has nothing to report
@@ -486,16 +509,29 @@ class LspClient:
         debounce: float = 0.15,
         timeout: float = 3.0,
         quiet_all: bool = False,
+        busy_cap: float = 0.0,
     ) -> bool:
         """Wait for diagnostics of ``path`` published after sequence number ``since`` (for
         ``version`` or later when the server says which version it checked), then until the
         server has been quiet about the file (``quiet_all``: about every file, so the files
         that depend on this one are in too) for ``debounce`` seconds; at most ``timeout``
-        seconds in all. True when fresh diagnostics came; ServerGone if the server died
-        before they did."""
+        seconds in all, unless the server reports work in progress (``$/progress``): then
+        the wait goes on while it works and for ``timeout`` seconds after its work ended,
+        never beyond ``busy_cap`` seconds in all. True when fresh diagnostics came; False
+        when none did in time; ServerGone if the server died before they did."""
         uri = path_to_uri(path)
         loop = asyncio.get_running_loop()
-        deadline = loop.time() + timeout
+        started = loop.time()
+        cap = started + max(timeout, busy_cap)
+
+        def deadline() -> float:
+            end = started + timeout
+            if self.work:
+                return cap
+            if self.idle_since is not None and self.idle_since > started:
+                end = max(end, self.idle_since + timeout)
+            return min(end, cap)
+
         event = asyncio.Event()
         self._waiters.setdefault(uri, set()).add(event)
 
@@ -509,7 +545,7 @@ class LspClient:
             while not fresh():
                 if self._gone is not None:
                     raise self._gone
-                remaining = deadline - loop.time()
+                remaining = deadline() - loop.time()
                 if remaining <= 0:
                     return False
                 event.clear()
@@ -518,7 +554,7 @@ class LspClient:
             if quiet_all:
                 self._any_waiters.add(event)
             while self._gone is None:
-                remaining = min(debounce, deadline - loop.time())
+                remaining = min(debounce, deadline() - loop.time())
                 if remaining <= 0:
                     break
                 event.clear()

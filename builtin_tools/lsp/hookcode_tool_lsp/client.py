@@ -145,6 +145,9 @@ class LspClient:
         self.work: set[Any] = set()
         #: the loop time at which the last reported work ended (None: none has)
         self.idle_since: float | None = None
+        #: whether the server has shown it is ready: it published diagnostics, finished
+        #: reported work, or a wait for it already ran out (until then it counts as busy)
+        self.warmed = False
 
     # -- life cycle ---------------------------------------------------------------------------
     @property
@@ -381,6 +384,7 @@ class LspClient:
             self.work.discard(token)
             if not self.work:
                 self.idle_since = asyncio.get_running_loop().time()
+                self.warmed = True
         else:
             return
         self._wake_all()  # waiters recompute their deadline
@@ -471,7 +475,14 @@ class LspClient:
         publication = self.publications.get(path_to_uri(path))
         return publication.seq if publication is not None else 0
 
+    @property
+    def busy(self) -> bool:
+        """Whether the server is still loading: it reports work in progress, or it is cold
+        (nothing published, no work finished yet)."""
+        return bool(self.work) or not self.warmed
+
     def _published(self, params: dict[str, Any]) -> None:
+        self.warmed = True
         uri = str(params.get("uri", ""))
         diagnostics = params.get("diagnostics") or []
         version = params.get("version")
@@ -515,10 +526,12 @@ class LspClient:
         ``version`` or later when the server says which version it checked), then until the
         server has been quiet about the file (``quiet_all``: about every file, so the files
         that depend on this one are in too) for ``debounce`` seconds; at most ``timeout``
-        seconds in all, unless the server reports work in progress (``$/progress``): then
-        the wait goes on while it works and for ``timeout`` seconds after its work ended,
-        never beyond ``busy_cap`` seconds in all. True when fresh diagnostics came; False
-        when none did in time; ServerGone if the server died before they did."""
+        seconds in all, unless the server is :attr:`busy` (cold, or reporting work in
+        progress through ``$/progress``): then the wait goes on while it is and for
+        ``timeout`` seconds after its work ended, never beyond ``busy_cap`` seconds in all.
+        True when fresh diagnostics came; False when none did in time (a cold server is
+        then taken as ready: the next wait is a plain one); ServerGone if the server died
+        before they did."""
         uri = path_to_uri(path)
         loop = asyncio.get_running_loop()
         started = loop.time()
@@ -526,7 +539,7 @@ class LspClient:
 
         def deadline() -> float:
             end = started + timeout
-            if self.work:
+            if self.busy:
                 return cap
             if self.idle_since is not None and self.idle_since > started:
                 end = max(end, self.idle_since + timeout)
@@ -547,6 +560,8 @@ class LspClient:
                     raise self._gone
                 remaining = deadline() - loop.time()
                 if remaining <= 0:
+                    if busy_cap > timeout:
+                        self.warmed = True  # it had its long wait: the next ones are plain
                     return False
                 event.clear()
                 with contextlib.suppress(TimeoutError):

@@ -54,9 +54,6 @@ T = TypeVar("T")
 #: seconds to wait for diagnostics after a change, and the quiet time that ends the wait
 DIAGNOSTICS_TIMEOUT = 3.0
 DIAGNOSTICS_DEBOUNCE = 0.15
-#: seconds the wait for diagnostics may last in all while a server reports work in progress
-#: (``$/progress``: a cold server loading the project publishes after it is done)
-DIAGNOSTICS_BUSY_CAP = 30.0
 #: a server that did not start in time is not tried again for this long (seconds)
 START_BACKOFF = 30.0
 #: seconds ``close_all`` waits for the servers to shut down
@@ -456,11 +453,12 @@ class Manager:
         timeout: float = DIAGNOSTICS_TIMEOUT,
         debounce: float = DIAGNOSTICS_DEBOUNCE,
         other_files: bool = False,
-        busy_cap: float = DIAGNOSTICS_BUSY_CAP,
+        busy_cap: float | None = None,
     ) -> DiagnosticsReport:
         """Tell the servers about changed and deleted files, wait for the changed files'
         diagnostics (``debounce`` quiet time, at most ``timeout`` seconds once a server
-        runs; up to ``busy_cap`` while a server reports work in progress), and return every
+        runs; up to ``busy_cap``, default ``[lsp] diagnostics_wait``, while a server is cold
+        or reports work in progress), and return every
         file's latest diagnostics; a file no server published for in time is named in
         ``late`` (never read as clean). ``created``: changed files that
         are new on disk. A server that had died before is started again (once) and a server
@@ -468,6 +466,8 @@ class Manager:
         counts every file's diagnostics, so files depending on the changed ones are
         re-checked before the wait ends (write and apply_patch show them)."""
         report = DiagnosticsReport()
+        if busy_cap is None:
+            busy_cap = float(self.settings.diagnostics_wait)
         texts: dict[str, str | None] = {}
         for path in changed:
             if not self.specs_for(path):
@@ -583,9 +583,9 @@ class Manager:
         loop = asyncio.get_running_loop()
         started = loop.time()
         came = await asyncio.gather(*waits)
-        elapsed = loop.time() - started
+        waited_for = int(max(timeout, loop.time() - started))  # whole seconds, rounded down
         return [
-            (path, f"diagnostics for {path} not received within {elapsed:.0f} s")
+            (path, f"diagnostics for {path} not received within {waited_for} s")
             for path, fresh in zip(waited, came, strict=True)
             if not fresh
         ]
@@ -669,7 +669,6 @@ class Manager:
                         version=version,
                         debounce=DIAGNOSTICS_DEBOUNCE,
                         timeout=DIAGNOSTICS_TIMEOUT,
-                        busy_cap=DIAGNOSTICS_BUSY_CAP,
                     )
                 return await _operation(client, operation, path, text, line, character, timeout)
             except ServerGone:

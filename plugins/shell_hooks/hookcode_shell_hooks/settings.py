@@ -129,6 +129,7 @@ def options_model() -> type[Any]:
                 ".claude/settings.json and .claude/settings.local.json (those two only in a "
                 "trusted folder), after the [[hooks.EVENT]] entries."
             ),
+            examples=[True],
             json_schema_extra=trusted_only(keep=[False]),
         )
 

@@ -1057,3 +1057,34 @@ def test_claude_code_settings_that_are_broken_are_reported(
     assert "hooks.PreToolUse[0]: invalid regular expression 'Bash('" in err
     assert "hooks.PreToolUse[1].hooks[0]: timeout 'soon' is not a positive number" in err
     assert "hooks.PreToolUse[2]: expected {matcher, hooks: [...]}" in err
+
+
+def test_each_command_runs_once_per_event(
+    hookcode_env: Any, hooks_dir: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """The same hook in hookcode's config and in Claude Code's settings, and a project that
+    is the home directory (its `.claude/settings.json` is the user's): one run each, as
+    Claude Code deduplicates identical commands."""
+    record, log = recorder(hooks_dir)
+    claude_settings(
+        hookcode_env.home / ".claude" / "settings.json",
+        {
+            "PreToolUse": [{"matcher": "Bash", "hooks": [command_hook(record)]}],
+            "Stop": [{"hooks": [command_hook(record)]}],
+            "SessionStart": [{"hooks": [command_hook(record)]}],
+        },
+    )
+    configure(hookcode_env, ("PreToolUse", {"matcher": "Bash", "command": record}))
+    hookcode_env.write_config("[shell_hooks]\nclaude_settings = true\n", where="global")
+    assert invoke_tool(
+        runtime_for(hookcode_env), "bash", {"command": "true", "description": "x"}
+    ).ok
+    assert len(records(log)) == 1
+
+    hookcode_env.trust(True, hookcode_env.home)
+    capsys.readouterr()
+    runtime = hookcode_env.runtime(cwd=hookcode_env.home)
+    assert runtime.worktree == hookcode_env.home.resolve()
+    assert invoke_tool(runtime, "bash", {"command": "true", "description": "x"}).ok
+    assert len(records(log)) == 2
+    assert capsys.readouterr().err.count("does not run SessionStart hooks") == 1  # read once

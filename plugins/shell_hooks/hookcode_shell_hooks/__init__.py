@@ -160,7 +160,20 @@ def _selected(runtime: Host, event: str, call: ToolCall, tool: Any) -> list[tupl
     from hookcode_shell_hooks.settings import matches
 
     names = (call.tool, claude_name(call.tool, tool))
-    return [(i, entry) for i, entry in enumerate(entries) if matches(entry.matcher, names)]
+    return _once([(i, entry) for i, entry in enumerate(entries) if matches(entry.matcher, names)])
+
+
+def _once(selected: list[tuple[int, Hook]]) -> list[tuple[int, Hook]]:
+    """Each command once per event, as Claude Code runs them (the same hook in hookcode's
+    config and in a Claude Code settings file, or in two of those files)."""
+    seen: set[str | tuple[str, ...]] = set()
+    out = []
+    for i, entry in selected:
+        key = entry.command if isinstance(entry.command, str) else tuple(entry.command)
+        if key not in seen:
+            seen.add(key)
+            out.append((i, entry))
+    return out
 
 
 async def _run_tool_hooks(
@@ -206,8 +219,8 @@ def _run_sync_hooks(runtime: Host, event: str, payload: dict[str, Any]) -> list[
 
     from hookcode_shell_hooks.runner import label_of, run_hook_sync
 
-    entries = _entries(runtime, event)
-    if not entries:
+    selected = _once(list(enumerate(_entries(runtime, event))))
+    if not selected:
         return []
     env = _env(runtime)
 
@@ -223,10 +236,10 @@ def _run_sync_hooks(runtime: Host, event: str, payload: dict[str, Any]) -> list[
             processes=runtime.processes,
         )
 
-    if len(entries) == 1:
-        return [run((0, entries[0]))]
-    with ThreadPoolExecutor(max_workers=len(entries)) as pool:
-        return list(pool.map(run, enumerate(entries)))
+    if len(selected) == 1:
+        return [run(selected[0])]
+    with ThreadPoolExecutor(max_workers=len(selected)) as pool:
+        return list(pool.map(run, selected))
 
 
 def _report(runtime: Host, run: HookRun, problem: str) -> None:

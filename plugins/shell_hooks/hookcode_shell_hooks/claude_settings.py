@@ -150,7 +150,12 @@ def claude_hooks(
     """Read every Claude Code settings file (``describe`` names a file in messages); the
     project's run only when ``trusted``."""
     found = ClaudeSettings()
+    seen: set[str] = set()
     for path, project in settings_files(env, worktree):
+        real = os.path.realpath(path)
+        if real in seen:  # the project is the home directory: its file is the user's
+            continue
+        seen.add(real)
         found.read(path, describe(path), run=trusted or not project)
     if found.disabled_by is not None:
         found.hooks = {event: [] for event in EVENTS}

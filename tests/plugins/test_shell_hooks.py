@@ -205,6 +205,23 @@ def test_updated_input_rewrites_the_call(hookcode_env: Any, hooks_dir: Path) -> 
     assert outcome.call.args["filePath"].endswith("redirected.txt")
 
 
+def test_pre_tool_use_additional_context_reaches_the_model(
+    hookcode_env: Any, hooks_dir: Path
+) -> None:
+    context = script(
+        hooks_dir,
+        "context.py",
+        'import json\nprint(json.dumps({"hookSpecificOutput": {"hookEventName": "PreToolUse",'
+        ' "permissionDecision": "allow", "additionalContext": "this repo uses bun, not npm"}}))\n',
+    )
+    configure(hookcode_env, ("PreToolUse", {"matcher": "Bash", "command": context}))
+    outcome = invoke_tool(
+        runtime_for(hookcode_env), "bash", {"command": "echo ran", "description": "x"}
+    )
+    assert outcome.ok, outcome.error_text
+    assert outcome.result.output == "ran\n\nPreToolUse hook context: this repo uses bun, not npm"
+
+
 def test_updated_input_is_validated_again(hookcode_env: Any, hooks_dir: Path) -> None:
     bad = script(
         hooks_dir,

@@ -60,6 +60,8 @@ __all__ = [
 
 #: call id -> "allow" | "ask", what PreToolUse hooks decided for a running call
 _decisions: dict[str, str] = {}
+#: call id -> the ``additionalContext`` PreToolUse hooks gave, for the model with the output
+_contexts: dict[str, list[str]] = {}
 #: the runtime's hooks by event: the config's entries, then Claude Code's files' (if enabled)
 _HOOKS = StashKey["dict[str, list[Hook]]"]()
 
@@ -354,6 +356,8 @@ async def _pre_tool_use(call: ToolCall, ctx: ToolContext, selected: list[tuple[i
         call.args = {**call.args, **from_claude_input(updated, call.args, call.tool)}
     if verdict.permission is not None:
         _decisions[call.call_id] = verdict.permission
+    if verdict.context:
+        _contexts[call.call_id] = verdict.context
 
 
 @hookimpl
@@ -381,8 +385,13 @@ def permission_prompt(request: PermissionRequest) -> Reply | None:
 def tool_execute_after(
     call: ToolCall, result: ToolResult, ctx: ToolContext
 ) -> Awaitable[None] | None:
-    """PostToolUse: feedback for the model goes after the output."""
+    """PostToolUse: feedback for the model goes after the output (after what PreToolUse
+    hooks gave as ``additionalContext``)."""
     _decisions.pop(call.call_id, None)
+    context = _contexts.pop(call.call_id, None)
+    if context:
+        notes = [f"PreToolUse hook context: {text}" for text in context]
+        result.output = "\n\n".join([result.output.rstrip("\n"), *notes]).lstrip("\n")
     selected = _selected(ctx.runtime, "PostToolUse", call, ctx.tool)
     return _post_tool_use(call, result, ctx, selected) if selected else None
 
@@ -403,6 +412,7 @@ async def _post_tool_use(
 @hookimpl
 def tool_execute_error(call: ToolCall) -> None:
     _decisions.pop(call.call_id, None)
+    _contexts.pop(call.call_id, None)
 
 
 # ------------------------------------------------------------------------ messages and stop

@@ -32,7 +32,7 @@ from urllib.parse import unquote, urlparse
 if TYPE_CHECKING:
     from hookcode.process import AsyncChild, Processes
 
-__all__ = ["LspClient", "LspError", "ServerGone", "path_to_uri", "uri_to_path"]
+__all__ = ["LspClient", "LspError", "ServerGone", "Waited", "path_to_uri", "uri_to_path"]
 
 #: the LSP error code of a method the client does not implement
 METHOD_NOT_FOUND = -32601
@@ -93,6 +93,15 @@ class Publication:
     diagnostics: list[dict[str, Any]]
     version: int | None
     seq: int
+
+
+@dataclass(frozen=True)
+class Waited:
+    """How a wait for diagnostics ended: whether fresh ones came, and the seconds the wait
+    allowed in the end (3 s, or longer for a busy server)."""
+
+    fresh: bool
+    limit: float
 
 
 @dataclass
@@ -521,7 +530,7 @@ class LspClient:
         timeout: float = 3.0,
         quiet_all: bool = False,
         busy_cap: float = 0.0,
-    ) -> bool:
+    ) -> Waited:
         """Wait for diagnostics of ``path`` published after sequence number ``since`` (for
         ``version`` or later when the server says which version it checked), then until the
         server has been quiet about the file (``quiet_all``: about every file, so the files
@@ -529,9 +538,9 @@ class LspClient:
         seconds in all, unless the server is :attr:`busy` (cold, or reporting work in
         progress through ``$/progress``): then the wait goes on while it is and for
         ``timeout`` seconds after its work ended, never beyond ``busy_cap`` seconds in all.
-        True when fresh diagnostics came; False when none did in time (a cold server is
-        then taken as ready: the next wait is a plain one); ServerGone if the server died
-        before they did."""
+        ``Waited(True, ...)`` when fresh diagnostics came; ``Waited(False, seconds allowed)``
+        when none did in time (a cold server is then taken as ready: the next wait is a
+        plain one); ServerGone if the server died before they did."""
         uri = path_to_uri(path)
         loop = asyncio.get_running_loop()
         started = loop.time()
@@ -558,11 +567,12 @@ class LspClient:
             while not fresh():
                 if self._gone is not None:
                     raise self._gone
-                remaining = deadline() - loop.time()
+                limit = deadline()
+                remaining = limit - loop.time()
                 if remaining <= 0:
                     if busy_cap > timeout:
                         self.warmed = True  # it had its long wait: the next ones are plain
-                    return False
+                    return Waited(False, limit - started)
                 event.clear()
                 with contextlib.suppress(TimeoutError):
                     await asyncio.wait_for(event.wait(), remaining)
@@ -577,7 +587,7 @@ class LspClient:
                     await asyncio.wait_for(event.wait(), remaining)
                 except TimeoutError:
                     break
-            return True
+            return Waited(True, deadline() - started)
         finally:
             self._any_waiters.discard(event)
             waiters = self._waiters.get(uri)

@@ -580,14 +580,11 @@ class Manager:
             )
             waited.append(path)
         await client.files_changed(changes)
-        loop = asyncio.get_running_loop()
-        started = loop.time()
         came = await asyncio.gather(*waits)
-        waited_for = int(max(timeout, loop.time() - started))  # whole seconds, rounded down
         return [
-            (path, f"diagnostics for {path} not received within {waited_for} s")
-            for path, fresh in zip(waited, came, strict=True)
-            if not fresh
+            (path, f"diagnostics for {path} not received within {outcome.limit:.0f} s")
+            for path, outcome in zip(waited, came, strict=True)
+            if not outcome.fresh
         ]
 
     def diagnostics(self) -> dict[str, list[dict[str, Any]]]:

@@ -229,13 +229,17 @@ def test_workspace_symbol_searches_the_identifier_at_the_position(jedi_rt):
     assert [(s["name"], Path(s["location"]["uri"]).name) for s in found] == [("add", "util.py")]
 
 
-def test_an_operation_the_server_lacks_has_no_results(jedi_rt):
-    # jedi-language-server answers MethodNotFound to textDocument/implementation
+def test_an_operation_the_server_lacks_says_so(jedi_rt):
+    """jedi-language-server offers no implementationProvider: the result says the server does
+    not support it (an empty list alone would read as "searched, nothing found")."""
     result = ok(lsp(jedi_rt, "goToImplementation", "util.py", 7, 9))
-    assert result.output == "No results found for goToImplementation"
-    assert result.metadata["result"] == []
+    assert result.output == (
+        "No results for goToImplementation: server 'jedi' does not support "
+        "textDocument/implementation, so nothing was searched"
+    )
+    assert result.metadata["result"] == [] and result.metadata["unsupported"] is True
     result = ok(lsp(jedi_rt, "incomingCalls", "util.py", 1, 5))
-    assert result.output == "No results found for incomingCalls"
+    assert "server 'jedi' does not support callHierarchy/incomingCalls" in result.output
 
 
 def test_go_to_implementation(pyright_rt):

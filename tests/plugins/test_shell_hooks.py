@@ -205,6 +205,23 @@ def test_updated_input_rewrites_the_call(hookcode_env: Any, hooks_dir: Path) -> 
     assert outcome.call.args["filePath"].endswith("redirected.txt")
 
 
+def test_pre_tool_use_additional_context_reaches_the_model(
+    hookcode_env: Any, hooks_dir: Path
+) -> None:
+    context = script(
+        hooks_dir,
+        "context.py",
+        'import json\nprint(json.dumps({"hookSpecificOutput": {"hookEventName": "PreToolUse",'
+        ' "permissionDecision": "allow", "additionalContext": "this repo uses bun, not npm"}}))\n',
+    )
+    configure(hookcode_env, ("PreToolUse", {"matcher": "Bash", "command": context}))
+    outcome = invoke_tool(
+        runtime_for(hookcode_env), "bash", {"command": "echo ran", "description": "x"}
+    )
+    assert outcome.ok, outcome.error_text
+    assert outcome.result.output == "ran\n\nPreToolUse hook context: this repo uses bun, not npm"
+
+
 def test_updated_input_is_validated_again(hookcode_env: Any, hooks_dir: Path) -> None:
     bad = script(
         hooks_dir,
@@ -737,3 +754,354 @@ def test_cli_tools_call_is_blocked_by_a_hook(hookcode_env: Any, hooks_dir: Path)
     assert proc.returncode == 1, proc.stderr
     assert "Refusing rm -rf" in json.loads(proc.stdout)["error"]
     assert (hookcode_env.project / "victim").is_dir()
+
+
+# ------------------------------------------------------------------ Claude Code's tool inputs
+
+
+def test_tool_input_has_claude_codes_shapes(hookcode_env: Any, hooks_dir: Path) -> None:
+    """``file_path`` is absolute (the model gave a relative one), a bash call without
+    ``timeout`` or ``workdir`` has no such keys (Claude Code never sends ``null``), Grep's
+    ``include`` is also its ``glob``, and every tool's name is Claude Code's."""
+    hookcode_env.env["HOOKCODE_LOAD_PLUGINS"] = PLUGINS + ",tool_grep,tool_glob,tool_list"
+    record, log = recorder(hooks_dir)
+    configure(hookcode_env, ("PreToolUse", {"command": record}))
+    runtime = runtime_for(hookcode_env)
+    project = hookcode_env.project.resolve()
+    (project / "src").mkdir()
+    session = runtime.create_session(title="t").id
+    calls = [
+        ("write", {"filePath": "src/a.txt", "content": "one two"}),
+        ("read", {"filePath": "src/a.txt"}),
+        ("edit", {"filePath": "./src/../src/a.txt", "oldString": "one", "newString": "1"}),
+        ("bash", {"command": "true", "description": "nothing"}),
+        ("bash", {"command": "true", "description": "in src", "workdir": "src", "timeout": 5000}),
+        ("grep", {"pattern": "two", "include": "*.txt", "path": "src"}),
+        ("glob", {"pattern": "*.txt"}),
+        ("list", {"path": "src"}),
+    ]
+    for name, args in calls:
+        outcome = invoke_tool(runtime, name, args, session_id=session)
+        assert outcome.ok, (name, outcome.error_text)
+    seen = records(log)
+    assert [r["tool_name"] for r in seen] == [
+        "Write", "Read", "Edit", "Bash", "Bash", "Grep", "Glob", "LS",
+    ]  # fmt: skip
+    write, read, edit, bash, bash_in, grep, glob, ls = (r["tool_input"] for r in seen)
+    absolute = str(project / "src" / "a.txt")
+    assert write["file_path"] == read["file_path"] == edit["file_path"] == absolute
+    assert write["content"] == "one two"
+    assert edit["old_string"] == "one" and edit["new_string"] == "1"
+    assert edit["replace_all"] is False
+    assert "offset" not in read and "limit" not in read  # not given: not sent as null
+    assert bash == {"command": "true", "description": "nothing"}
+    assert bash_in["workdir"] == str(project / "src") and bash_in["timeout"] == 5000
+    assert grep["glob"] == grep["include"] == "*.txt" and grep["path"] == str(project / "src")
+    assert glob == {"pattern": "*.txt"}
+    assert ls["path"] == str(project / "src")
+    assert not any(value is None for r in seen for value in r["tool_input"].values())
+
+
+def test_updated_input_in_claude_codes_names_maps_back(hookcode_env: Any, hooks_dir: Path) -> None:
+    """A hook that answers with Claude Code's argument names (Grep's ``glob``) rewrites ours."""
+    hookcode_env.env["HOOKCODE_LOAD_PLUGINS"] = PLUGINS + ",tool_grep"
+    narrow = script(
+        hooks_dir,
+        "narrow.py",
+        'import json\nprint(json.dumps({"hookSpecificOutput": {"hookEventName": "PreToolUse",'
+        ' "updatedInput": {"glob": "*.md"}}}))\n',
+    )
+    configure(hookcode_env, ("PreToolUse", {"matcher": "Grep", "command": narrow}))
+    (hookcode_env.project / "a.txt").write_text("needle\n")
+    (hookcode_env.project / "b.md").write_text("needle\n")
+    outcome = invoke_tool(runtime_for(hookcode_env), "grep", {"pattern": "needle", "include": "*"})
+    assert outcome.ok, outcome.error_text
+    assert outcome.call.args["include"] == "*.md" and "glob" not in outcome.call.args
+    assert "b.md" in outcome.result.output and "a.txt" not in outcome.result.output
+
+
+# ------------------------------------------------------------------ MCP tools: mcp__server__tool
+
+
+def test_mcp_tools_are_named_as_claude_code_names_them(
+    hookcode_env: Any, hooks_dir: Path, mcp_filesystem_server: list[str]
+) -> None:
+    """The real filesystem server as ``fs``: a ported ``mcp__fs__.*`` matcher fires, the hook
+    reads ``tool_name: mcp__fs__read_text_file`` and the server's own arguments; exit 2 blocks
+    the call (the server never sees it); the transcript names the call the same way."""
+    hookcode_env.env["HOOKCODE_LOAD_PLUGINS"] = PLUGINS + ",mcp"
+    project = hookcode_env.project
+    (project / "notes.txt").write_text("hello from fs\n")
+    (project / "secret.txt").write_text("classified\n")
+    record, log = recorder(hooks_dir)
+    guard = script(
+        hooks_dir,
+        "guard_fs.py",
+        """
+        import json, sys
+        data = json.load(sys.stdin)
+        with open(data["transcript_path"]) as transcript:
+            names = [b["name"] for line in map(json.loads, transcript)
+                     for b in line["message"]["content"] if b.get("type") == "tool_use"]
+        assert names[-1] == data["tool_name"], names
+        if "secret" in data["tool_input"].get("path", ""):
+            print("no reading secrets through " + data["tool_name"], file=sys.stderr)
+            sys.exit(2)
+        """,
+    )
+    hookcode_env.write_config(
+        f"[mcp.fs]\ncommand = {json.dumps([*mcp_filesystem_server, str(project)])}\n"
+        '[permission]\n"fs_*" = "allow"\n'
+        f'[[hooks.PreToolUse]]\nmatcher = "mcp__fs__.*"\ncommand = {json.dumps(record)}\n'
+        f'[[hooks.PreToolUse]]\nmatcher = "mcp__fs__read_text_file"\n'
+        f"command = {json.dumps(guard)}\n"
+        f'[[hooks.PostToolUse]]\nmatcher = "mcp__.*"\ncommand = {json.dumps(record)}\n'
+    )
+    turns = [
+        {"tool_calls": [("fs_read_text_file", {"path": str(project / "notes.txt")})]},
+        {"tool_calls": [("fs_read_text_file", {"path": str(project / "secret.txt")})]},
+        "done",
+    ]
+    model, result = run_loop(hookcode_env, turns, text="read them")
+    assert result.error is None
+    seen = records(log)
+    assert [(r["hook_event_name"], r["tool_name"]) for r in seen] == [
+        ("PreToolUse", "mcp__fs__read_text_file"),
+        ("PostToolUse", "mcp__fs__read_text_file"),
+        ("PreToolUse", "mcp__fs__read_text_file"),
+    ]
+    assert seen[0]["tool_input"] == {"path": str(project / "notes.txt")}
+    assert "hello from fs" in json.dumps(seen[1]["tool_response"])
+    said = json.dumps([m.content for m in model.requests[2].messages])
+    assert "no reading secrets through mcp__fs__read_text_file" in said
+    assert "classified" not in said
+
+
+# ------------------------------------------------------------------ Claude Code's settings files
+
+GUARD_SH = """#!/bin/sh
+# a Claude Code PreToolUse guard as people write them: sh and grep, reading stdin
+input=$(cat)
+if printf '%s' "$input" | grep -q 'rm -rf'; then
+    echo "blocked by $(basename "$0"): no rm -rf" >&2
+    exit 2
+fi
+if printf '%s' "$input" | grep -q 'secret'; then
+    echo '{"hookSpecificOutput": {"hookEventName": "PreToolUse", "permissionDecision": "deny", "permissionDecisionReason": "secrets stay put"}}'
+fi
+exit 0
+"""
+
+LOG_SH = """#!/bin/sh
+# appends the event it got, one JSON line per call
+cat >> "{log}"
+echo >> "{log}"
+"""
+
+
+def shell_script(directory: Path, name: str, body: str) -> Path:
+    path = directory / name
+    path.write_text(body)
+    path.chmod(0o755)
+    return path
+
+
+def claude_settings(path: Path, hooks: dict[str, Any], **extra: Any) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(json.dumps({"hooks": hooks, **extra}, indent=2))
+
+
+def command_hook(command: str, **extra: Any) -> dict[str, Any]:
+    return {"type": "command", "command": command, **extra}
+
+
+def test_claude_code_settings_files_guard_bash_and_an_mcp_tool(
+    hookcode_env: Any,
+    hooks_dir: Path,
+    mcp_filesystem_server: list[str],
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    """``[shell_hooks] claude_settings = true``: the hooks of ``~/.claude/settings.json`` and
+    the project's ``.claude/settings.json`` / ``settings.local.json``, in Claude Code's nested
+    format, run as written: shell scripts guarding Bash and an MCP tool, PostToolUse hooks
+    logging what ran, ``$CLAUDE_PROJECT_DIR`` in the commands. What hookcode cannot run is
+    reported naming the file."""
+    hookcode_env.env["HOOKCODE_LOAD_PLUGINS"] = PLUGINS + ",mcp"
+    project = hookcode_env.project
+    (project / "notes.txt").write_text("hello\n")
+    (project / "secret.txt").write_text("classified\n")
+    (project / "victim").mkdir()
+    scripts = project / ".claude" / "hooks"
+    scripts.mkdir(parents=True)
+    shell_script(scripts, "guard.sh", GUARD_SH)
+    user_log = hooks_dir / "user.jsonl"
+    local_log = hooks_dir / "local.jsonl"
+    shell_script(hooks_dir, "log_user.sh", LOG_SH.replace("{log}", str(user_log)))
+    shell_script(hooks_dir, "log_local.sh", LOG_SH.replace("{log}", str(local_log)))
+    guard = '"$CLAUDE_PROJECT_DIR"/.claude/hooks/guard.sh'
+    claude_settings(
+        hookcode_env.home / ".claude" / "settings.json",
+        {
+            "PostToolUse": [
+                {
+                    "matcher": "Bash|mcp__fs__.*",
+                    "hooks": [command_hook(str(hooks_dir / "log_user.sh"))],
+                }
+            ],
+            "Notification": [{"hooks": [command_hook("notify-send hi")]}],
+        },
+    )
+    claude_settings(
+        project / ".claude" / "settings.json",
+        {
+            "PreToolUse": [
+                {"matcher": "Bash", "hooks": [command_hook(guard, timeout=10)]},
+                {"matcher": "mcp__fs__read_text_file", "hooks": [command_hook(guard)]},
+                {"matcher": "Edit", "hooks": [{"type": "prompt", "prompt": "is it fine?"}]},
+            ]
+        },
+    )
+    claude_settings(
+        project / ".claude" / "settings.local.json",
+        {"PreToolUse": [{"hooks": [command_hook(str(hooks_dir / "log_local.sh"))]}]},
+    )
+    hookcode_env.write_config(
+        f"[mcp.fs]\ncommand = {json.dumps([*mcp_filesystem_server, str(project)])}\n"
+        '[permission]\n"fs_*" = "allow"\n'
+        "[shell_hooks]\nclaude_settings = true\n",
+        where="global",
+    )
+    runtime = runtime_for(hookcode_env)
+
+    outcome = invoke_tool(runtime, "bash", {"command": "rm -rf victim", "description": "x"})
+    assert isinstance(outcome.error, ToolBlocked)
+    assert "blocked by guard.sh: no rm -rf" in outcome.error_text
+    assert (project / "victim").is_dir()
+    outcome = invoke_tool(runtime, "bash", {"command": "echo fine", "description": "x"})
+    assert outcome.ok and "fine" in outcome.result.output
+
+    outcome = invoke_tool(runtime, "fs_read_text_file", {"path": str(project / "secret.txt")})
+    assert isinstance(outcome.error, ToolBlocked)
+    assert "secrets stay put" in outcome.error_text
+    outcome = invoke_tool(runtime, "fs_read_text_file", {"path": str(project / "notes.txt")})
+    assert outcome.ok and "hello" in outcome.result.output
+
+    after = [json.loads(line) for line in user_log.read_text().splitlines() if line.strip()]
+    assert [(r["hook_event_name"], r["tool_name"]) for r in after] == [
+        ("PostToolUse", "Bash"),
+        ("PostToolUse", "mcp__fs__read_text_file"),
+    ]
+    before = [json.loads(line) for line in local_log.read_text().splitlines() if line.strip()]
+    assert [r["tool_name"] for r in before] == ["Bash"] * 2 + ["mcp__fs__read_text_file"] * 2
+
+    err = capsys.readouterr().err
+    assert "~/.claude/settings.json: hookcode does not run Notification hooks" in err
+    assert ".claude/settings.json: hooks.PreToolUse[2].hooks[0]: hooks of type 'prompt'" in err
+
+
+def test_claude_code_settings_need_the_option_and_trust_for_the_project(
+    hookcode_env: Any, hooks_dir: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    record, log = recorder(hooks_dir)
+    user_record, user_log = recorder(hooks_dir, "user.py")
+    project = hookcode_env.project
+    claude_settings(
+        project / ".claude" / "settings.json",
+        {"PreToolUse": [{"matcher": "Bash", "hooks": [command_hook(record)]}]},
+    )
+    claude_settings(
+        hookcode_env.home / ".claude" / "settings.json",
+        {"PreToolUse": [{"matcher": "", "hooks": [command_hook(user_record)]}]},
+    )
+    call = {"command": "true", "description": "x"}
+
+    # not opted in: Claude Code's files are not read
+    assert invoke_tool(runtime_for(hookcode_env), "bash", call).ok
+    assert records(log) == [] and records(user_log) == []
+
+    # opted in, untrusted folder: the user's hooks run, the project's do not (said once)
+    hookcode_env.write_config("[shell_hooks]\nclaude_settings = true\n", where="global")
+    hookcode_env.trust(False)
+    capsys.readouterr()
+    runtime = runtime_for(hookcode_env)
+    assert invoke_tool(runtime, "bash", call).ok
+    assert invoke_tool(runtime, "bash", call).ok
+    assert records(log) == [] and len(records(user_log)) == 2
+    err = capsys.readouterr().err
+    assert err.count("the hooks of .claude/settings.json do not run") == 1, err
+
+    # a project's own config cannot turn the option on in an untrusted folder
+    hookcode_env.write_config("", where="global")
+    hookcode_env.write_config("[shell_hooks]\nclaude_settings = true\n")
+    assert invoke_tool(runtime_for(hookcode_env), "bash", call).ok
+    assert len(records(user_log)) == 2
+
+    # trusted: both run; disableAllHooks turns Claude Code's files off
+    hookcode_env.trust(True)
+    assert invoke_tool(runtime_for(hookcode_env), "bash", call).ok
+    assert len(records(log)) == 1 and len(records(user_log)) == 3
+    claude_settings(project / ".claude" / "settings.local.json", {}, disableAllHooks=True)
+    assert invoke_tool(runtime_for(hookcode_env), "bash", call).ok
+    assert len(records(log)) == 1 and len(records(user_log)) == 3
+    assert "disableAllHooks" in capsys.readouterr().err
+
+
+def test_claude_code_settings_that_are_broken_are_reported(
+    hookcode_env: Any, capsys: pytest.CaptureFixture[str]
+) -> None:
+    settings = hookcode_env.project / ".claude" / "settings.json"
+    hookcode_env.write_config("[shell_hooks]\nclaude_settings = true\n")
+    settings.parent.mkdir()
+    settings.write_text("{not json")
+    assert invoke_tool(
+        runtime_for(hookcode_env), "bash", {"command": "true", "description": "x"}
+    ).ok
+    assert ".claude/settings.json: not valid JSON" in capsys.readouterr().err
+    claude_settings(
+        settings,
+        {
+            "PreToolUse": [
+                {"matcher": "Bash(", "hooks": [command_hook("true")]},
+                {"matcher": "Bash", "hooks": [command_hook("true", timeout="soon")]},
+                {"matcher": "Bash"},
+            ]
+        },
+    )
+    assert invoke_tool(
+        runtime_for(hookcode_env), "bash", {"command": "true", "description": "x"}
+    ).ok
+    err = capsys.readouterr().err
+    assert "hooks.PreToolUse[0]: invalid regular expression 'Bash('" in err
+    assert "hooks.PreToolUse[1].hooks[0]: timeout 'soon' is not a positive number" in err
+    assert "hooks.PreToolUse[2]: expected {matcher, hooks: [...]}" in err
+
+
+def test_each_command_runs_once_per_event(
+    hookcode_env: Any, hooks_dir: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """The same hook in hookcode's config and in Claude Code's settings, and a project that
+    is the home directory (its `.claude/settings.json` is the user's): one run each, as
+    Claude Code deduplicates identical commands."""
+    record, log = recorder(hooks_dir)
+    claude_settings(
+        hookcode_env.home / ".claude" / "settings.json",
+        {
+            "PreToolUse": [{"matcher": "Bash", "hooks": [command_hook(record)]}],
+            "Stop": [{"hooks": [command_hook(record)]}],
+            "SessionStart": [{"hooks": [command_hook(record)]}],
+        },
+    )
+    configure(hookcode_env, ("PreToolUse", {"matcher": "Bash", "command": record}))
+    hookcode_env.write_config("[shell_hooks]\nclaude_settings = true\n", where="global")
+    assert invoke_tool(
+        runtime_for(hookcode_env), "bash", {"command": "true", "description": "x"}
+    ).ok
+    assert len(records(log)) == 1
+
+    hookcode_env.trust(True, hookcode_env.home)
+    capsys.readouterr()
+    runtime = hookcode_env.runtime(cwd=hookcode_env.home)
+    assert runtime.worktree == hookcode_env.home.resolve()
+    assert invoke_tool(runtime, "bash", {"command": "true", "description": "x"}).ok
+    assert len(records(log)) == 2
+    assert capsys.readouterr().err.count("does not run SessionStart hooks") == 1  # read once

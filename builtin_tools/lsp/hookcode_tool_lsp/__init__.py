@@ -131,6 +131,7 @@ async def lsp(
 ) -> ToolResult:
     from hookcode_tool_lsp.manager import (
         NoServer,
+        NotSupported,
         TooLarge,
         Unavailable,
         call,
@@ -163,6 +164,9 @@ async def lsp(
         )
     except NoServer:
         raise ToolError(NO_SERVER) from None
+    except NotSupported as exc:
+        output = f"No results for {operation}: {exc}, so nothing was searched"
+        return ToolResult(title=title, output=output, metadata={"result": [], "unsupported": True})
     except Unavailable as exc:
         raise ToolError(f"No LSP server could answer: {exc}") from None
     except TooLarge as exc:
@@ -294,7 +298,9 @@ async def _diagnostics(call: ToolCall, result: ToolResult, ctx: ToolContext) -> 
     if not work.done() or work.cancelled():
         return
     report = work.result()
-    files = report.files
+    late = {path for path, _ in report.late}
+    # what a late server published for a file was about its text before the change: not shown
+    files = {p: d for p, d in report.files.items() if p not in late}
     rules = ctx.read_rules()
     if not rules.allows_everything:  # other files' errors quote them: not those denied
         files = {p: d for p, d in files.items() if p in changed or rules(p) != "deny"}
@@ -324,11 +330,20 @@ async def _diagnostics(call: ToolCall, result: ToolResult, ctx: ToolContext) -> 
     problems = [*manager.config_problems, *report.problems]
     for problem in problems:
         text += f"\n\nLSP diagnostics skipped: {problem}"
+    for _path, line in report.late:
+        text += f"\n\nLSP {line}: the file was not checked (it may still have errors)"
     result.output += text
     result.metadata["diagnostics"] = metadata
-    if problems or report.large:
+    if late:
+        # no diagnostics for these files: not the same as a clean file
+        result.metadata["diagnostics_missing"] = sorted(late)
+    if problems or report.large or report.late:
         # a file too large for the servers is noted in metadata only: nothing went wrong
-        result.metadata["lsp_skipped"] = [*problems, *report.large]
+        result.metadata["lsp_skipped"] = [
+            *problems,
+            *report.large,
+            *(line for _, line in report.late),
+        ]
 
 
 def _touched(

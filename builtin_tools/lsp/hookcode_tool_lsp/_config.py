@@ -78,6 +78,16 @@ class LspConfig(BaseModel):
         "multiedit and apply_patch.",
         examples=[False],
     )
+    diagnostics_wait: float = Field(
+        default=30.0,
+        gt=0,
+        le=MAX_TIMEOUT_SECONDS,
+        description="Seconds an edit may wait for a server's diagnostics while the server is "
+        "cold (nothing published yet) or reports work in progress (`$/progress`, e.g. loading "
+        "the project); a server that is ready gets 3 s. A file whose diagnostics did not come "
+        "in time is said so in the output, never shown as clean.",
+        examples=[60],
+    )
     start_timeout: float = Field(
         default=20.0,
         gt=0,

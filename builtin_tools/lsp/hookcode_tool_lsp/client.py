@@ -32,7 +32,7 @@ from urllib.parse import unquote, urlparse
 if TYPE_CHECKING:
     from hookcode.process import AsyncChild, Processes
 
-__all__ = ["LspClient", "LspError", "ServerGone", "path_to_uri", "uri_to_path"]
+__all__ = ["LspClient", "LspError", "ServerGone", "Waited", "path_to_uri", "uri_to_path"]
 
 #: the LSP error code of a method the client does not implement
 METHOD_NOT_FOUND = -32601
@@ -95,6 +95,15 @@ class Publication:
     seq: int
 
 
+@dataclass(frozen=True)
+class Waited:
+    """How a wait for diagnostics ended: whether fresh ones came, and the seconds the wait
+    allowed in the end (3 s, or longer for a busy server)."""
+
+    fresh: bool
+    limit: float
+
+
 @dataclass
 class Document:
     version: int
@@ -141,6 +150,13 @@ class LspClient:
         self._gone: ServerGone | None = None
         self._exited = asyncio.Event()
         self._closing = False
+        #: ``$/progress`` tokens whose work has begun and not ended (the server is busy)
+        self.work: set[Any] = set()
+        #: the loop time at which the last reported work ended (None: none has)
+        self.idle_since: float | None = None
+        #: whether the server has shown it is ready: it published diagnostics, finished
+        #: reported work, or a wait for it already ran out (until then it counts as busy)
+        self.warmed = False
 
     # -- life cycle ---------------------------------------------------------------------------
     @property
@@ -360,6 +376,27 @@ class LspClient:
             return
         if method == "textDocument/publishDiagnostics" and isinstance(params, dict):
             self._published(params)
+        elif method == "$/progress" and isinstance(params, dict):
+            self._progress(params)
+
+    def _progress(self, params: dict[str, Any]) -> None:
+        """Work the server reports (``$/progress`` begin / report / end): while some runs, a
+        wait for diagnostics is extended (a cold server is still loading the project)."""
+        value = params.get("value")
+        token = params.get("token")
+        if not isinstance(value, dict) or not isinstance(token, str | int):
+            return
+        kind = value.get("kind")
+        if kind == "begin":
+            self.work.add(token)
+        elif kind == "end" and token in self.work:
+            self.work.discard(token)
+            if not self.work:
+                self.idle_since = asyncio.get_running_loop().time()
+                self.warmed = True
+        else:
+            return
+        self._wake_all()  # waiters recompute their deadline
 
     async def _answer(self, request_id: Any, method: str, params: Any) -> None:
         error: dict[str, Any] | None = None
@@ -447,14 +484,20 @@ class LspClient:
         publication = self.publications.get(path_to_uri(path))
         return publication.seq if publication is not None else 0
 
+    @property
+    def busy(self) -> bool:
+        """Whether the server is still loading: it reports work in progress, or it is cold
+        (nothing published, no work finished yet)."""
+        return bool(self.work) or not self.warmed
+
     def _published(self, params: dict[str, Any]) -> None:
+        self.warmed = True
         uri = str(params.get("uri", ""))
         diagnostics = params.get("diagnostics") or []
         version = params.get("version")
         self._seq += 1
         if uri not in self.documents and (
-            not diagnostics
-            or (uri.startswith("file:") and not os.path.exists(uri_to_path(uri)))
+            not diagnostics or (uri.startswith("file:") and not os.path.exists(uri_to_path(uri)))
         ):
             # a closed document's: the server clearing it, or a check of a file that is gone
             # which arrived after its didClose; either way it has nothing to report
@@ -486,16 +529,31 @@ class LspClient:
         debounce: float = 0.15,
         timeout: float = 3.0,
         quiet_all: bool = False,
-    ) -> bool:
+        busy_cap: float = 0.0,
+    ) -> Waited:
         """Wait for diagnostics of ``path`` published after sequence number ``since`` (for
         ``version`` or later when the server says which version it checked), then until the
         server has been quiet about the file (``quiet_all``: about every file, so the files
         that depend on this one are in too) for ``debounce`` seconds; at most ``timeout``
-        seconds in all. True when fresh diagnostics came; ServerGone if the server died
-        before they did."""
+        seconds in all, unless the server is :attr:`busy` (cold, or reporting work in
+        progress through ``$/progress``): then the wait goes on while it is and for
+        ``timeout`` seconds after its work ended, never beyond ``busy_cap`` seconds in all.
+        ``Waited(True, ...)`` when fresh diagnostics came; ``Waited(False, seconds allowed)``
+        when none did in time (a cold server is then taken as ready: the next wait is a
+        plain one); ServerGone if the server died before they did."""
         uri = path_to_uri(path)
         loop = asyncio.get_running_loop()
-        deadline = loop.time() + timeout
+        started = loop.time()
+        cap = started + max(timeout, busy_cap)
+
+        def deadline() -> float:
+            end = started + timeout
+            if self.busy:
+                return cap
+            if self.idle_since is not None and self.idle_since > started:
+                end = max(end, self.idle_since + timeout)
+            return min(end, cap)
+
         event = asyncio.Event()
         self._waiters.setdefault(uri, set()).add(event)
 
@@ -509,16 +567,19 @@ class LspClient:
             while not fresh():
                 if self._gone is not None:
                     raise self._gone
-                remaining = deadline - loop.time()
+                limit = deadline()
+                remaining = limit - loop.time()
                 if remaining <= 0:
-                    return False
+                    if busy_cap > timeout:
+                        self.warmed = True  # it had its long wait: the next ones are plain
+                    return Waited(False, limit - started)
                 event.clear()
                 with contextlib.suppress(TimeoutError):
                     await asyncio.wait_for(event.wait(), remaining)
             if quiet_all:
                 self._any_waiters.add(event)
             while self._gone is None:
-                remaining = min(debounce, deadline - loop.time())
+                remaining = min(debounce, deadline() - loop.time())
                 if remaining <= 0:
                     break
                 event.clear()
@@ -526,7 +587,7 @@ class LspClient:
                     await asyncio.wait_for(event.wait(), remaining)
                 except TimeoutError:
                     break
-            return True
+            return Waited(True, deadline() - started)
         finally:
             self._any_waiters.discard(event)
             waiters = self._waiters.get(uri)

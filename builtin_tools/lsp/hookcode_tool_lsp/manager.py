@@ -40,6 +40,7 @@ __all__ = [
     "DiagnosticsReport",
     "Manager",
     "NoServer",
+    "NotSupported",
     "ServerSpec",
     "TooLarge",
     "call",
@@ -141,6 +142,11 @@ class TooLarge(Exception):
     """The file is larger than ``[lsp] max_file_bytes``: servers never see it."""
 
 
+class NotSupported(Exception):
+    """No server for the file offers the operation (its capabilities lack it): an empty
+    result would read as "nothing found"."""
+
+
 @dataclass(frozen=True)
 class ServerSpec:
     """One server as configured (or found) for this runtime."""
@@ -170,6 +176,9 @@ class DiagnosticsReport:
     servers: list[str] = field(default_factory=list)
     #: changed files not sent to any server (too large), with why
     large: list[str] = field(default_factory=list)
+    #: changed files a server published no diagnostics for in time, with a line saying so:
+    #: their ``files`` entry (absent, or from before the change) says nothing of the new text
+    late: list[tuple[str, str]] = field(default_factory=list)  # (path, what to say)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -444,15 +453,21 @@ class Manager:
         timeout: float = DIAGNOSTICS_TIMEOUT,
         debounce: float = DIAGNOSTICS_DEBOUNCE,
         other_files: bool = False,
+        busy_cap: float | None = None,
     ) -> DiagnosticsReport:
         """Tell the servers about changed and deleted files, wait for the changed files'
         diagnostics (``debounce`` quiet time, at most ``timeout`` seconds once a server
-        runs), and return every file's latest diagnostics. ``created``: changed files that
+        runs; up to ``busy_cap``, default ``[lsp] diagnostics_wait``, while a server is cold
+        or reports work in progress), and return every
+        file's latest diagnostics; a file no server published for in time is named in
+        ``late`` (never read as clean). ``created``: changed files that
         are new on disk. A server that had died before is started again (once) and a server
         that cannot run or dies on the way is named in ``problems``. ``other_files``: the quiet time
         counts every file's diagnostics, so files depending on the changed ones are
         re-checked before the wait ends (write and apply_patch show them)."""
         report = DiagnosticsReport()
+        if busy_cap is None:
+            busy_cap = float(self.settings.diagnostics_wait)
         texts: dict[str, str | None] = {}
         for path in changed:
             if not self.specs_for(path):
@@ -485,8 +500,17 @@ class Manager:
                     report.problems.append(f"server '{spec.name}' {_reason(exc)}")
                     return
                 try:
-                    await self._notify_and_wait(
-                        client, spec, paths, gone, texts, created, timeout, debounce, other_files
+                    missing = await self._notify_and_wait(
+                        client,
+                        spec,
+                        paths,
+                        gone,
+                        texts,
+                        created,
+                        timeout,
+                        debounce,
+                        other_files,
+                        busy_cap,
                     )
                 except ServerGone as exc:
                     if attempt == 1 and client is before:
@@ -496,6 +520,7 @@ class Manager:
                     )
                     return
                 report.servers.append(spec.name)
+                report.late += [(path, f"server '{spec.name}': {line}") for path, line in missing]
                 return
 
         await asyncio.gather(
@@ -515,11 +540,15 @@ class Manager:
         timeout: float,
         debounce: float,
         other_files: bool,
-    ) -> None:
+        busy_cap: float,
+    ) -> list[tuple[str, str]]:
+        """Send the changes and wait for the diagnostics; (path, line) for each changed file
+        whose diagnostics did not come in time."""
         for path in gone:
             await client.close_document(path)
         await client.files_changed([(p, 3) for p in gone])
         waits = []
+        waited: list[str] = []
         changes = []
         for path in paths:
             text = texts.get(path)
@@ -546,10 +575,17 @@ class Manager:
                     debounce=debounce,
                     timeout=timeout,
                     quiet_all=other_files,
+                    busy_cap=busy_cap,
                 )
             )
+            waited.append(path)
         await client.files_changed(changes)
-        await asyncio.gather(*waits)
+        came = await asyncio.gather(*waits)
+        return [
+            (path, f"diagnostics for {path} not received within {outcome.limit:.0f} s")
+            for path, outcome in zip(waited, came, strict=True)
+            if not outcome.fresh
+        ]
 
     def diagnostics(self) -> dict[str, list[dict[str, Any]]]:
         """Every file's latest diagnostics over the live servers (merged by path)."""
@@ -574,12 +610,16 @@ class Manager:
             raise NoServer(path)
         results: list[Any] = []
         problems: list[str] = []
+        lacking: list[str] = []
         answered = 0
         for spec in specs:
             try:
                 found = await self._request_one(
                     spec, path, text, operation, line, character, timeout
                 )
+            except NotSupported:
+                lacking.append(spec.name)
+                continue
             except Unavailable as exc:
                 problems.append(f"server '{spec.name}' {_reason(exc)}")
                 continue
@@ -596,6 +636,10 @@ class Manager:
             results.extend(found)
         if not answered and problems:
             raise Unavailable("; ".join(problems))
+        if not answered and lacking:
+            method = OPERATIONS[operation][0]
+            names = ", ".join(f"'{name}'" for name in lacking)
+            raise NotSupported(f"server {names} does not support {method}")
         return results
 
     async def _request_one(
@@ -696,7 +740,7 @@ async def _operation(
     timeout: float,
 ) -> list[Any]:
     if not _supports(client, operation):
-        return []
+        raise NotSupported(operation)
     uri = Path(path).as_uri()
     position = {"textDocument": {"uri": uri}, "position": {"line": line, "character": character}}
     method = OPERATIONS[operation][0]

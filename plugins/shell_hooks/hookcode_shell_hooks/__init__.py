@@ -1,12 +1,15 @@
 """shell_hooks: Claude-Code-compatible shell hooks, built on hookcode's pluggy hooks.
 
 Configured in ``[[hooks.PreToolUse]]``, ``[[hooks.PostToolUse]]``, ``[[hooks.UserPromptSubmit]]``
-and ``[[hooks.Stop]]`` entries (``matcher``, ``command``, ``timeout`` in seconds). Each hook
+and ``[[hooks.Stop]]`` entries (``matcher``, ``command``, ``timeout`` in seconds) and, with
+``[shell_hooks] claude_settings = true``, in Claude Code's own settings files
+(:mod:`hookcode_shell_hooks.claude_settings`; the project's only in a trusted folder). Each hook
 reads what Claude Code sends on stdin (``session_id``, ``transcript_path`` (the session as a
 Claude-Code-style JSONL transcript, see :mod:`hookcode_shell_hooks.transcript`), ``cwd``,
 ``permission_mode``, ``hook_event_name``, and per event ``tool_name``, ``tool_input``,
-``tool_use_id``, ``tool_response``, ``prompt``, ``stop_hook_active``) and answers the way
-Claude Code reads it, so existing hook scripts work unchanged:
+``tool_use_id``, ``tool_response``, ``prompt``, ``stop_hook_active``; tool names and inputs as
+Claude Code gives them, see :mod:`hookcode_shell_hooks.claude`) and answers the way Claude Code
+reads it, so existing hook scripts work unchanged:
 
 * exit 0: stdout may be a JSON object — ``decision: "block"`` + ``reason``;
   ``hookSpecificOutput`` with ``permissionDecision`` (``allow`` | ``deny`` | ``ask``) and
@@ -33,6 +36,7 @@ from collections.abc import Awaitable
 from typing import TYPE_CHECKING, Any
 
 from hookcode import hookimpl
+from hookcode.stash import StashKey
 
 if TYPE_CHECKING:
     from hookcode import Host
@@ -41,13 +45,14 @@ if TYPE_CHECKING:
     from hookcode.tools import ToolCall, ToolContext, ToolResult
 
     from hookcode_shell_hooks.runner import HookRun
+    from hookcode_shell_hooks.settings import Hook
 
 __all__ = [
     "chat_message",
     "config_schema",
-    "event",
     "permission_ask",
     "permission_prompt",
+    "session_stop",
     "tool_execute_after",
     "tool_execute_before",
     "tool_execute_error",
@@ -55,6 +60,10 @@ __all__ = [
 
 #: call id -> "allow" | "ask", what PreToolUse hooks decided for a running call
 _decisions: dict[str, str] = {}
+#: call id -> the ``additionalContext`` PreToolUse hooks gave, for the model with the output
+_contexts: dict[str, list[str]] = {}
+#: the runtime's hooks by event: the config's entries, then Claude Code's files' (if enabled)
+_HOOKS = StashKey["dict[str, list[Hook]]"]()
 
 
 # ----------------------------------------------------------------------------------- config
@@ -62,16 +71,61 @@ _decisions: dict[str, str] = {}
 
 @hookimpl
 def config_schema() -> dict[str, Any]:
-    from hookcode_shell_hooks.settings import hooks_model
+    from hookcode_shell_hooks.settings import hooks_model, options_model
 
-    return {"hooks": hooks_model()}
+    return {"hooks": hooks_model(), "shell_hooks": options_model()}
 
 
-def _entries(runtime: Host | None, event: str) -> list[Any]:
+def _entries(runtime: Host | None, event: str) -> list[Hook]:
     if runtime is None:
         return []
+    hooks = runtime.stash.get(_HOOKS, None)
+    if hooks is None:
+        hooks = runtime.stash.setdefault(_HOOKS, _load_hooks(runtime))
+    return hooks.get(event, [])
+
+
+def _load_hooks(runtime: Host) -> dict[str, list[Hook]]:
+    """Every hook of the run, by event (read once per runtime)."""
+    from hookcode_shell_hooks.settings import EVENTS, Hook
+
     section = runtime.config.section("hooks")
-    return list(getattr(section, event, None) or [])
+    hooks = {
+        event: [
+            Hook(entry.command, entry.matcher, entry.timeout)
+            for entry in getattr(section, event, None) or []
+        ]
+        for event in EVENTS
+    }
+    options = runtime.config.section("shell_hooks")
+    if not getattr(options, "claude_settings", False):
+        return hooks
+    from hookcode.trust import describe_path
+
+    from hookcode_shell_hooks.claude_settings import claude_hooks
+
+    home = runtime.env.get("HOME") or ""
+
+    def describe(path: Any) -> str:
+        text = describe_path(path, runtime.worktree)
+        return "~" + text[len(home) :] if home and text.startswith(home + "/") else text
+
+    found = claude_hooks(runtime.env, runtime.worktree, trusted=runtime.trusted, describe=describe)
+    for problem in found.problems:
+        runtime.plugins.warn(f"shell_hooks: {problem}")
+    if found.untrusted:
+        runtime.plugins.warn(
+            f"shell_hooks: this folder is not trusted ({runtime.worktree}); the hooks of "
+            f"{', '.join(found.untrusted)} do not run; run 'hookcode trust' to trust it"
+        )
+    if found.disabled_by is not None:
+        runtime.plugins.warn(
+            f"shell_hooks: {found.disabled_by} sets disableAllHooks: Claude Code's settings "
+            "files run no hooks"
+        )
+    for event, entries in found.hooks.items():
+        hooks[event] = hooks.get(event, []) + entries
+    return hooks
 
 
 def _payload(
@@ -98,33 +152,48 @@ def _env(runtime: Host) -> dict[str, str]:
     return {**runtime.env, "CLAUDE_PROJECT_DIR": str(runtime.worktree)}
 
 
-def _selected(runtime: Host, event: str, call: ToolCall) -> list[tuple[int, Any]]:
-    """The (index, entry) pairs of ``event`` whose matcher selects the call's tool."""
+def _selected(runtime: Host, event: str, call: ToolCall, tool: Any) -> list[tuple[int, Hook]]:
+    """The (index, hook) pairs of ``event`` whose matcher selects the call's tool (``tool``:
+    the tool object, whose declarations give an MCP tool's Claude Code name)."""
     entries = _entries(runtime, event)
     if not entries:
         return []
     from hookcode_shell_hooks.claude import claude_name
     from hookcode_shell_hooks.settings import matches
 
-    names = (call.tool, claude_name(call.tool))
-    return [(i, entry) for i, entry in enumerate(entries) if matches(entry.matcher, names)]
+    names = (call.tool, claude_name(call.tool, tool))
+    return _once([(i, entry) for i, entry in enumerate(entries) if matches(entry.matcher, names)])
+
+
+def _once(selected: list[tuple[int, Hook]]) -> list[tuple[int, Hook]]:
+    """Each command once per event, as Claude Code runs them (the same hook in hookcode's
+    config and in a Claude Code settings file, or in two of those files)."""
+    seen: set[str | tuple[str, ...]] = set()
+    out = []
+    for i, entry in selected:
+        key = entry.command if isinstance(entry.command, str) else tuple(entry.command)
+        if key not in seen:
+            seen.add(key)
+            out.append((i, entry))
+    return out
 
 
 async def _run_tool_hooks(
-    runtime: Host, event: str, call: ToolCall, selected: list[tuple[int, Any]], **extra: Any
+    ctx: ToolContext, event: str, call: ToolCall, selected: list[tuple[int, Hook]], **extra: Any
 ) -> list[HookRun]:
     import asyncio
 
     from hookcode_shell_hooks.claude import claude_name, to_claude_input
     from hookcode_shell_hooks.runner import label_of, run_hook
 
+    runtime = ctx.runtime
     payload = _payload(
         runtime,
         event,
         call.session_id,
         call,
-        tool_name=claude_name(call.tool),
-        tool_input=to_claude_input(call.args),
+        tool_name=claude_name(call.tool, ctx.tool),
+        tool_input=to_claude_input(call.args, call.tool, str(ctx.cwd)),
         tool_use_id=call.call_id,
         **extra,
     )
@@ -133,7 +202,7 @@ async def _run_tool_hooks(
         await asyncio.gather(
             *(
                 run_hook(
-                    label_of(event, i, entry.command),
+                    label_of(event, i, entry.command, entry.source),
                     entry.command,
                     payload,
                     cwd=str(runtime.cwd),
@@ -152,15 +221,15 @@ def _run_sync_hooks(runtime: Host, event: str, payload: dict[str, Any]) -> list[
 
     from hookcode_shell_hooks.runner import label_of, run_hook_sync
 
-    entries = _entries(runtime, event)
-    if not entries:
+    selected = _once(list(enumerate(_entries(runtime, event))))
+    if not selected:
         return []
     env = _env(runtime)
 
-    def run(item: tuple[int, Any]) -> HookRun:
+    def run(item: tuple[int, Hook]) -> HookRun:
         i, entry = item
         return run_hook_sync(
-            label_of(event, i, entry.command),
+            label_of(event, i, entry.command, entry.source),
             entry.command,
             payload,
             cwd=str(runtime.cwd),
@@ -169,10 +238,10 @@ def _run_sync_hooks(runtime: Host, event: str, payload: dict[str, Any]) -> list[
             processes=runtime.processes,
         )
 
-    if len(entries) == 1:
-        return [run((0, entries[0]))]
-    with ThreadPoolExecutor(max_workers=len(entries)) as pool:
-        return list(pool.map(run, enumerate(entries)))
+    if len(selected) == 1:
+        return [run(selected[0])]
+    with ThreadPoolExecutor(max_workers=len(selected)) as pool:
+        return list(pool.map(run, selected))
 
 
 def _report(runtime: Host, run: HookRun, problem: str) -> None:
@@ -269,24 +338,26 @@ def _read_json(
 @hookimpl
 def tool_execute_before(call: ToolCall, ctx: ToolContext) -> Awaitable[None] | None:
     """PreToolUse (a coroutine only when a hook matches: no cost for the other calls)."""
-    selected = _selected(ctx.runtime, "PreToolUse", call)
+    selected = _selected(ctx.runtime, "PreToolUse", call, ctx.tool)
     return _pre_tool_use(call, ctx, selected) if selected else None
 
 
-async def _pre_tool_use(call: ToolCall, ctx: ToolContext, selected: list[tuple[int, Any]]) -> None:
+async def _pre_tool_use(call: ToolCall, ctx: ToolContext, selected: list[tuple[int, Hook]]) -> None:
     from hookcode.errors import ToolBlocked
 
     from hookcode_shell_hooks.claude import from_claude_input
 
     runtime = ctx.runtime
-    runs = await _run_tool_hooks(runtime, "PreToolUse", call, selected)
+    runs = await _run_tool_hooks(ctx, "PreToolUse", call, selected)
     verdict = _read(runtime, "PreToolUse", runs)
     if verdict.blocks:
         raise ToolBlocked("Blocked by a PreToolUse hook: " + "\n".join(verdict.blocks))
     for updated in verdict.updated:
-        call.args = {**call.args, **from_claude_input(updated, call.args)}
+        call.args = {**call.args, **from_claude_input(updated, call.args, call.tool)}
     if verdict.permission is not None:
         _decisions[call.call_id] = verdict.permission
+    if verdict.context:
+        _contexts[call.call_id] = verdict.context
 
 
 @hookimpl
@@ -314,18 +385,23 @@ def permission_prompt(request: PermissionRequest) -> Reply | None:
 def tool_execute_after(
     call: ToolCall, result: ToolResult, ctx: ToolContext
 ) -> Awaitable[None] | None:
-    """PostToolUse: feedback for the model goes after the output."""
+    """PostToolUse: feedback for the model goes after the output (after what PreToolUse
+    hooks gave as ``additionalContext``)."""
     _decisions.pop(call.call_id, None)
-    selected = _selected(ctx.runtime, "PostToolUse", call)
+    context = _contexts.pop(call.call_id, None)
+    if context:
+        notes = [f"PreToolUse hook context: {text}" for text in context]
+        result.output = "\n\n".join([result.output.rstrip("\n"), *notes]).lstrip("\n")
+    selected = _selected(ctx.runtime, "PostToolUse", call, ctx.tool)
     return _post_tool_use(call, result, ctx, selected) if selected else None
 
 
 async def _post_tool_use(
-    call: ToolCall, result: ToolResult, ctx: ToolContext, selected: list[tuple[int, Any]]
+    call: ToolCall, result: ToolResult, ctx: ToolContext, selected: list[tuple[int, Hook]]
 ) -> None:
     runtime = ctx.runtime
     response = {"output": result.output, "title": result.title, "metadata": result.metadata}
-    runs = await _run_tool_hooks(runtime, "PostToolUse", call, selected, tool_response=response)
+    runs = await _run_tool_hooks(ctx, "PostToolUse", call, selected, tool_response=response)
     verdict = _read(runtime, "PostToolUse", runs)
     notes = [f"PostToolUse hook feedback: {text}" for text in verdict.blocks]
     notes += [f"PostToolUse hook context: {text}" for text in verdict.context]
@@ -336,6 +412,7 @@ async def _post_tool_use(
 @hookimpl
 def tool_execute_error(call: ToolCall) -> None:
     _decisions.pop(call.call_id, None)
+    _contexts.pop(call.call_id, None)
 
 
 # ------------------------------------------------------------------------ messages and stop

@@ -50,9 +50,12 @@ def argv_of(command: str | list[str]) -> list[str]:
     return ["sh", "-c", command] if isinstance(command, str) else [str(c) for c in command]
 
 
-def label_of(event: str, index: int, command: str | list[str]) -> str:
+def label_of(event: str, index: int, command: str | list[str], source: str | None = None) -> str:
+    """How messages name a hook: its event, its place among the event's hooks, its command and,
+    for one from a Claude Code settings file, that file."""
     text = command if isinstance(command, str) else " ".join(command)
-    return f"shell hook {event}[{index}] `{_excerpt(text, 60)}`"
+    label = f"shell hook {event}[{index}] `{_excerpt(text, 60)}`"
+    return f"{label} ({source})" if source else label
 
 
 async def run_hook(

@@ -1,18 +1,34 @@
-"""The ``[hooks]`` config section (pydantic models, built on first use)."""
+"""The ``[hooks]`` and ``[shell_hooks]`` config sections (pydantic models, built on first use)
+and :class:`Hook`, one configured hook whatever file it comes from."""
 
 from __future__ import annotations
 
 import re
+from dataclasses import dataclass
 from functools import lru_cache
 from typing import Any
 
-__all__ = ["EVENTS", "hooks_model", "matches"]
+__all__ = ["EVENTS", "Hook", "hooks_model", "matches", "options_model", "valid_matcher"]
+
+#: seconds a hook may run when its entry names no timeout (Claude Code's default)
+DEFAULT_TIMEOUT = 60.0
 
 #: the Claude Code events this plugin runs, in the order they are documented
 EVENTS = ("PreToolUse", "PostToolUse", "UserPromptSubmit", "Stop")
 
 #: a matcher made only of names and ``|`` lists exact names (Claude Code's rule)
 _SIMPLE = re.compile(r"^[A-Za-z0-9_|-]+$")
+
+
+@dataclass(frozen=True)
+class Hook:
+    """One hook of one event: an ``[[hooks.EVENT]]`` entry or a command of a Claude Code
+    settings file (``source`` names that file; None for hookcode's own config)."""
+
+    command: str | list[str]
+    matcher: str | None = None
+    timeout: float = DEFAULT_TIMEOUT
+    source: str | None = None
 
 
 @lru_cache(maxsize=1)
@@ -32,10 +48,10 @@ def hooks_model() -> type[Any]:
             description=(
                 "Tool names this hook runs for (PreToolUse, PostToolUse): names separated by "
                 "'|' match exactly, anything else is a regular expression searched in the "
-                "name; hookcode's names (bash, edit) and Claude Code's (Bash, Edit) both "
-                "count. Empty, '*' or absent: every tool."
+                "name; hookcode's names (bash, edit, fs_read_file) and Claude Code's (Bash, "
+                "Edit, mcp__fs__read_file) both count. Empty, '*' or absent: every tool."
             ),
-            examples=["Bash", "Write|Edit", "mcp_.*"],
+            examples=["Bash", "Write|Edit", "mcp__fs__.*"],
         )
         command: str | list[str] = Field(
             description=(
@@ -45,7 +61,7 @@ def hooks_model() -> type[Any]:
             examples=["python3 .hookcode/hooks/check.py", ["./hooks/check", "--strict"]],
         )
         timeout: float = Field(
-            60,
+            DEFAULT_TIMEOUT,
             gt=0,
             le=MAX_TIMEOUT_SECONDS,
             description="Seconds before the hook is killed (reported, never blocking).",
@@ -54,11 +70,9 @@ def hooks_model() -> type[Any]:
         @field_validator("matcher")
         @classmethod
         def _valid_regex(cls, value: str | None) -> str | None:
-            if value and value != "*" and not _SIMPLE.match(value):
-                try:
-                    re.compile(value)
-                except re.error as exc:
-                    raise ValueError(f"invalid regular expression {value!r}: {exc}") from None
+            problem = valid_matcher(value)
+            if problem is not None:
+                raise ValueError(problem)
             return value
 
         @field_validator("command")
@@ -94,6 +108,42 @@ def hooks_model() -> type[Any]:
         )
 
     return HooksConfig
+
+
+@lru_cache(maxsize=1)
+def options_model() -> type[Any]:
+    """The model of ``[shell_hooks]``: the plugin's own options."""
+    from hookcode.trust import trusted_only
+    from pydantic import BaseModel, ConfigDict, Field
+
+    class ShellHooksOptions(BaseModel):
+        """Options of the shell hooks plugin."""
+
+        model_config = ConfigDict(extra="forbid", defer_build=True)
+
+        claude_settings: bool = Field(
+            False,
+            description=(
+                "Also run the hooks of Claude Code's own settings files: ~/.claude/settings.json "
+                "(or $CLAUDE_CONFIG_DIR/settings.json), then the project's "
+                ".claude/settings.json and .claude/settings.local.json (those two only in a "
+                "trusted folder), after the [[hooks.EVENT]] entries."
+            ),
+            examples=[True],
+            json_schema_extra=trusted_only(keep=[False]),
+        )
+
+    return ShellHooksOptions
+
+
+def valid_matcher(value: str | None) -> str | None:
+    """What is wrong with a matcher (an invalid regular expression), or None."""
+    if value and value != "*" and not _SIMPLE.match(value):
+        try:
+            re.compile(value)
+        except re.error as exc:
+            return f"invalid regular expression {value!r}: {exc}"
+    return None
 
 
 def matches(matcher: str | None, names: tuple[str, ...]) -> bool:

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import contextlib
 import json
+from collections.abc import Callable
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -44,8 +45,16 @@ def write_transcript(runtime: Any, session_id: str, call: Any = None) -> str | N
                 state = part.get("state")
                 if part.get("call_id") == call.call_id and state and not state.get("input"):
                     state["input"] = call.args
+    registry = runtime.registry
+
+    def tool_of(name: str) -> Any:
+        entry = registry.get(name)
+        return entry.tool if entry is not None else None
+
     # redacted like the session it comes from (the hook's call arguments, older sessions)
-    lines = runtime.secrets.redact_value(transcript_lines(messages, session_id, str(runtime.cwd)))
+    lines = runtime.secrets.redact_value(
+        transcript_lines(messages, session_id, str(runtime.cwd), tool_of)
+    )
     data = "".join(json.dumps(line, ensure_ascii=False) + "\n" for line in lines)
     target = Path(runtime.data_dir) / "transcripts" / f"{session_id}.jsonl"
     try:  # private, like the session it comes from (the store and the audit log)
@@ -57,9 +66,13 @@ def write_transcript(runtime: Any, session_id: str, call: Any = None) -> str | N
 
 
 def transcript_lines(
-    messages: list[dict[str, Any]], session_id: str, cwd: str
+    messages: list[dict[str, Any]],
+    session_id: str,
+    cwd: str,
+    tool_of: Callable[[str], Any] = lambda name: None,
 ) -> list[dict[str, Any]]:
-    """The transcript lines of the store's ``messages`` (see :meth:`Store.messages`)."""
+    """The transcript lines of the store's ``messages`` (see :meth:`Store.messages`);
+    ``tool_of(name)``: the tool object of that name, if any (an MCP tool's Claude Code name)."""
     out: list[dict[str, Any]] = []
     parent: str | None = None
 
@@ -92,7 +105,7 @@ def transcript_lines(
             continue
         content, results = [], []
         for part in parts:
-            block = _assistant_block(part)
+            block = _assistant_block(part, cwd, tool_of)
             if block is not None:
                 content.append(block)
             result = _tool_result(part)
@@ -138,7 +151,9 @@ def _user_block(part: dict[str, Any]) -> dict[str, Any] | None:
     return None
 
 
-def _assistant_block(part: dict[str, Any]) -> dict[str, Any] | None:
+def _assistant_block(
+    part: dict[str, Any], cwd: str, tool_of: Callable[[str], Any]
+) -> dict[str, Any] | None:
     kind = part.get("type")
     if kind == "text" and part.get("text"):
         return {"type": "text", "text": part["text"]}
@@ -158,11 +173,12 @@ def _assistant_block(part: dict[str, Any]) -> dict[str, Any] | None:
         if not value and state.get("raw"):  # not validated yet (a PreToolUse hook runs now)
             with contextlib.suppress(ValueError):
                 value = json.loads(state["raw"])
+        name = str(part.get("tool"))
         return {
             "type": "tool_use",
             "id": part.get("call_id"),
-            "name": claude_name(str(part.get("tool"))),
-            "input": to_claude_input(value if isinstance(value, dict) else {}),
+            "name": claude_name(name, tool_of(name)),
+            "input": to_claude_input(value if isinstance(value, dict) else {}, name, cwd),
         }
     return None
 

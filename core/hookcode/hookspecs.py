@@ -456,11 +456,12 @@ def permission_ask(request: PermissionRequest, runtime: Host) -> Vote | str | No
 
 
 @hookspec(firstresult=True)
-def permission_prompt(request: PermissionRequest) -> Reply | None:
+def permission_prompt(request: PermissionRequest, runtime: Host) -> Reply | None:
     """Resolve an ``ask``: a front end asks the user.
 
     Args:
         request: the pending request.
+        runtime: the runtime asking.
 
     Returns:
         A :class:`~hookcode.permission.Reply` (``once``, ``always`` with a scope, ``reject``

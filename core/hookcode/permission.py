@@ -351,7 +351,7 @@ class PermissionService:
 
         def first_answer() -> tuple[str | None, Any]:
             for plugin, value, error in plugins.call_each_outcomes(
-                "permission_prompt", request=request
+                "permission_prompt", request=request, runtime=self.runtime
             ):
                 if error is not None:
                     plugins.report(plugin, "permission_prompt", error)

@@ -58,10 +58,10 @@ __all__ = [
     "tool_execute_error",
 ]
 
-#: call id -> "allow" | "ask", what PreToolUse hooks decided for a running call
-_decisions: dict[str, str] = {}
+#: call id -> "allow" | "ask", what PreToolUse hooks decided for a running call of the run
+_DECISIONS = StashKey["dict[str, str]"]()
 #: call id -> the ``additionalContext`` PreToolUse hooks gave, for the model with the output
-_contexts: dict[str, list[str]] = {}
+_CONTEXTS = StashKey["dict[str, list[str]]"]()
 #: the runtime's hooks by event: the config's entries, then Claude Code's files' (if enabled)
 _HOOKS = StashKey["dict[str, list[Hook]]"]()
 
@@ -355,15 +355,15 @@ async def _pre_tool_use(call: ToolCall, ctx: ToolContext, selected: list[tuple[i
     for updated in verdict.updated:
         call.args = {**call.args, **from_claude_input(updated, call.args, call.tool)}
     if verdict.permission is not None:
-        _decisions[call.call_id] = verdict.permission
+        runtime.stash.setdefault(_DECISIONS, {})[call.call_id] = verdict.permission
     if verdict.context:
-        _contexts[call.call_id] = verdict.context
+        runtime.stash.setdefault(_CONTEXTS, {})[call.call_id] = verdict.context
 
 
 @hookimpl
-def permission_ask(request: PermissionRequest) -> Vote | None:
+def permission_ask(request: PermissionRequest, runtime: Host) -> Vote | None:
     """A PreToolUse ``ask``: the call asks, even where the rules allow it."""
-    if _decisions.get(str(request.tool.get("call_id"))) != "ask":
+    if _decision(runtime, request) != "ask":
         return None
     from hookcode.permission import Vote
 
@@ -371,10 +371,10 @@ def permission_ask(request: PermissionRequest) -> Vote | None:
 
 
 @hookimpl(tryfirst=True)
-def permission_prompt(request: PermissionRequest) -> Reply | None:
+def permission_prompt(request: PermissionRequest, runtime: Host) -> Reply | None:
     """A PreToolUse ``allow``: an ``ask`` of that call is approved once without prompting (a
     deny of the rules still stands: it never reaches a prompt)."""
-    if _decisions.get(str(request.tool.get("call_id"))) != "allow":
+    if _decision(runtime, request) != "allow":
         return None
     from hookcode.permission import Reply
 
@@ -387,8 +387,7 @@ def tool_execute_after(
 ) -> Awaitable[None] | None:
     """PostToolUse: feedback for the model goes after the output (after what PreToolUse
     hooks gave as ``additionalContext``)."""
-    _decisions.pop(call.call_id, None)
-    context = _contexts.pop(call.call_id, None)
+    context = _forget(ctx.runtime, call)
     if context:
         notes = [f"PreToolUse hook context: {text}" for text in context]
         result.output = "\n\n".join([result.output.rstrip("\n"), *notes]).lstrip("\n")
@@ -410,9 +409,23 @@ async def _post_tool_use(
 
 
 @hookimpl
-def tool_execute_error(call: ToolCall) -> None:
-    _decisions.pop(call.call_id, None)
-    _contexts.pop(call.call_id, None)
+def tool_execute_error(call: ToolCall, ctx: ToolContext) -> None:
+    _forget(ctx.runtime, call)
+
+
+def _decision(runtime: Host, request: PermissionRequest) -> str | None:
+    """What PreToolUse hooks decided for the call a request belongs to, if anything."""
+    decisions = runtime.stash.get(_DECISIONS, None)
+    return decisions.get(str(request.tool.get("call_id"))) if decisions else None
+
+
+def _forget(runtime: Host, call: ToolCall) -> list[str] | None:
+    """Drop what PreToolUse hooks left for a finished call; return its additionalContext."""
+    decisions = runtime.stash.get(_DECISIONS, None)
+    if decisions:
+        decisions.pop(call.call_id, None)
+    contexts = runtime.stash.get(_CONTEXTS, None)
+    return contexts.pop(call.call_id, None) if contexts else None
 
 
 # ------------------------------------------------------------------------ messages and stop

@@ -27,7 +27,7 @@ from hookcode.configfiles import project_dirs, user_config_dir
 from hookcode.frontmatter import parse_frontmatter
 
 if TYPE_CHECKING:
-    from hookcode.permission_rules import Rule
+    from hookcode.permission.rules import Rule
 
 __all__ = [
     "AgentSpec",

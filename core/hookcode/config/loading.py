@@ -26,8 +26,8 @@ top-level table; ``*`` matches one segment). A key nobody claims is an error nam
 that set it, or a warning when some plugin is not loaded (it may be that plugin's section).
 
 The parts, by what each owns: :mod:`hookcode.configfiles` finds, reads and merges the files
-(light: it runs before plugins load); :mod:`hookcode.config_models` holds core's models;
-:mod:`hookcode.config_trust` what an untrusted project may set; :mod:`hookcode.config_validation`
+(light: it runs before plugins load); :mod:`hookcode.config.models` holds core's models;
+:mod:`hookcode.config.tightening` what an untrusted project may set; :mod:`hookcode.config.validation`
 the claims and the problems; this module loads them into a :class:`Config` (every name above
 stays importable from here).
 """
@@ -43,7 +43,7 @@ from typing import TYPE_CHECKING, Any
 from pydantic import BaseModel, TypeAdapter, ValidationError
 from pydantic.json_schema import models_json_schema
 
-from hookcode.config_models import (
+from hookcode.config.models import (
     CORE_KEYS,
     Action,
     AgentConfig,
@@ -55,8 +55,13 @@ from hookcode.config_models import (
     ToolLimits,
     TruncationConfig,
 )
-from hookcode.config_trust import Tightening, apply_trust, split_permission, untrusted_config_items
-from hookcode.config_validation import (
+from hookcode.config.tightening import (
+    Tightening,
+    apply_trust,
+    split_permission,
+    untrusted_config_items,
+)
+from hookcode.config.validation import (
     Claims,
     Problem,
     check_sections,

@@ -369,6 +369,6 @@ class Store(MessageStore):
 
 def pid_alive(pid: int) -> bool:
     """Whether process ``pid`` runs on this machine (a zombie counts as dead)."""
-    from hookcode.process import pid_alive as alive
+    from hookcode.guardian import pid_alive as alive
 
     return alive(pid)

@@ -11,7 +11,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from hookcode.protocols import HookCaller
+    from hookcode.plugin_manager import HookCaller
 
 __all__ = ["project_code_items", "untrusted_items"]
 

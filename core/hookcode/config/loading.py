@@ -91,7 +91,7 @@ from hookcode.configfiles import (
 from hookcode.errors import ConfigError
 
 if TYPE_CHECKING:
-    from hookcode.protocols import HookCaller
+    from hookcode.plugin_manager import HookCaller
 
 __all__ = [
     "Action",

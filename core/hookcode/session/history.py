@@ -16,7 +16,7 @@ from hookcode.session.model_choice import model_info
 if TYPE_CHECKING:
     from hookcode.agents import AgentSpec
     from hookcode.providers import Message, ModelInfo, Provider, StreamError
-    from hookcode.runtime import Runtime
+    from hookcode.session.host import SessionHost
     from hookcode.session.result import EventCallback, RunResult
     from hookcode.store import SessionRecord, Store
     from hookcode.tools import AbortSignal
@@ -87,7 +87,7 @@ class SessionHistory:
     """The session's messages and how they are stored. :class:`~hookcode.session.SessionLoop`
     sets the attributes below in its ``__init__``."""
 
-    runtime: Runtime
+    runtime: SessionHost
     store: Store
     spec: AgentSpec
     session: SessionRecord | None

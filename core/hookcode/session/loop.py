@@ -66,7 +66,7 @@ from hookcode.tools import AbortSignal, ToolCall, ToolContext
 
 if TYPE_CHECKING:
     from hookcode.providers import ModelInfo, Provider
-    from hookcode.runtime import Runtime
+    from hookcode.session.host import SessionHost
     from hookcode.store import SessionRecord
 
 __all__ = [
@@ -114,7 +114,7 @@ class SessionLoop(SessionContext):
 
     def __init__(
         self,
-        runtime: Runtime,
+        runtime: SessionHost,
         *,
         model: str | None = None,
         agent: str | None = None,
@@ -542,7 +542,7 @@ def _plain(value: Any) -> Any:
 
 
 async def run_session(
-    runtime: Runtime,
+    runtime: SessionHost,
     text: str,
     *,
     model: str | None = None,

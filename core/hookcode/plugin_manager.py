@@ -463,7 +463,7 @@ class PluginsBase:
         results = []
         for plugin, value, error in self.call_each_outcomes(hook, **kwargs):
             if isinstance(error, PromptBlocked) and hook == "chat_message":
-                raise error  # a refused user message stops the run (session.py)
+                raise error  # a refused user message stops the run (session/loop.py)
             if error is not None:
                 self.report(plugin, hook, error)
             elif value is not None:

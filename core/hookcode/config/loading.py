@@ -27,9 +27,10 @@ that set it, or a warning when some plugin is not loaded (it may be that plugin'
 
 The parts, by what each owns: :mod:`hookcode.configfiles` finds, reads and merges the files
 (light: it runs before plugins load); :mod:`hookcode.config.models` holds core's models;
-:mod:`hookcode.config.tightening` what an untrusted project may set; :mod:`hookcode.config.validation`
-the claims and the problems; this module loads them into a :class:`Config` (every name above
-stays importable from here).
+:mod:`hookcode.config.tightening` what an untrusted project may set;
+:mod:`hookcode.config.validation` the claims and the problems; this module loads them into a
+:class:`Config`; :mod:`hookcode.config.agent_files` adds the Markdown agent files. Import the
+names from :mod:`hookcode.config`.
 """
 
 from __future__ import annotations

@@ -12,7 +12,7 @@ the ask/reply flow through ``permission_prompt``. With nobody to ask, the answer
 
 The parts, by what each owns: :mod:`hookcode.permission.rules` (rules, matching, evaluation),
 :mod:`hookcode.permission.votes` (votes and how they combine) and this module (the request,
-the reply and the ask/reply flow); every name of the parts stays importable from here.
+the reply and the ask/reply flow); import them from :mod:`hookcode.permission`.
 """
 
 from __future__ import annotations

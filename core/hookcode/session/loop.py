@@ -29,8 +29,8 @@ The loop is one class, :class:`SessionLoop`, written in parts by what each owns:
 :mod:`hookcode.session.stream` (one reply streamed into a message),
 :mod:`hookcode.session.context` (system prompt, parameters, compaction, pruning) and this
 module (the run, the steps, the retries and the tool calls); :mod:`hookcode.session.model_choice`
-picks the model and :mod:`hookcode.session.result` holds what a run reports. Every name of
-those parts that was importable from here still is.
+picks the model and :mod:`hookcode.session.result` holds what a run reports. Import the names
+from :mod:`hookcode.session`.
 """
 
 from __future__ import annotations

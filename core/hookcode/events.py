@@ -18,7 +18,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from hookcode.protocols import HookCaller
+    from hookcode.plugin_manager import HookCaller
 
 __all__ = ["Event", "EventBus"]
 

@@ -300,7 +300,7 @@ def _start_time(pid: int) -> str:
 def _alive(pid: int, start: str) -> bool:
     """Whether the process that wrote a record still runs (its start time, where known,
     tells a reused pid apart)."""
-    from hookcode.process import pid_alive
+    from hookcode.guardian import pid_alive
 
     return pid_alive(pid, int(start) if start.isdigit() else None)
 

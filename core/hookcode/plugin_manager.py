@@ -25,13 +25,13 @@ import time
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from types import FunctionType, MethodType, ModuleType
-from typing import IO, Any, Literal
+from typing import IO, Any, Literal, Protocol
 
 import pluggy
 
 from hookcode.errors import PluginError, PromptBlocked
 
-__all__ = ["PROJECT_NAME", "PluginInfo", "PluginsBase", "hookimpl"]
+__all__ = ["PROJECT_NAME", "HookCaller", "PluginInfo", "PluginsBase", "hookimpl"]
 
 #: the name of hookcode's hooks for pluggy (specifications and implementations)
 PROJECT_NAME = "hookcode"
@@ -61,6 +61,19 @@ def _warn_deprecated(plugin: str, old: str, new: str) -> None:
         DeprecationWarning,
         stacklevel=3,
     )
+
+
+class HookCaller(Protocol):
+    """What the config, the event bus and the trust report call on the plugin manager
+    (:class:`PluginsBase` is one): they name this, not the manager, and stay below it."""
+
+    def warn(self, line: str) -> None: ...
+
+    def collect(self, hook: str, **kwargs: Any) -> list[tuple[str, Any]]: ...
+
+    def call_each(self, hook: str, **kwargs: Any) -> list[Any]: ...
+
+    def has_impls(self, hook: str) -> bool: ...
 
 
 @dataclass
@@ -450,7 +463,7 @@ class PluginsBase:
         results = []
         for plugin, value, error in self.call_each_outcomes(hook, **kwargs):
             if isinstance(error, PromptBlocked) and hook == "chat_message":
-                raise error  # a refused user message stops the run (session.py)
+                raise error  # a refused user message stops the run (session/loop.py)
             if error is not None:
                 self.report(plugin, hook, error)
             elif value is not None:

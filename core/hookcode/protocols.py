@@ -1,11 +1,12 @@
 """The shapes low modules need from higher ones, as Protocols shared by several of them: a
-module that only calls a few methods of the plugin manager, the runtime or a tool context names
-one of these instead of importing :mod:`hookcode.plugins`, :mod:`hookcode.runtime` or
-:mod:`hookcode.tools` (not even under ``TYPE_CHECKING``), so the import graph keeps one
-direction (``tests/core/test_import_graph.py``). :class:`~hookcode.plugins.Plugins`,
-:class:`~hookcode.runtime.Runtime` and :class:`~hookcode.tools.ToolContext` satisfy them
-structurally, which pyright checks where they are passed. A Protocol one module alone needs
-lives in that module (:mod:`hookcode.shell`, :mod:`hookcode.question`)."""
+module that only calls a few methods of the runtime or a tool context names one of these
+instead of importing :mod:`hookcode.runtime` or :mod:`hookcode.tools` (not even under
+``TYPE_CHECKING``), so the import graph keeps one direction
+(``tests/core/test_import_graph.py``). :class:`~hookcode.runtime.Runtime` and
+:class:`~hookcode.tools.ToolContext` satisfy them structurally, which pyright checks where
+they are passed. A Protocol one module alone needs
+lives in that module (:mod:`hookcode.shell`, :mod:`hookcode.question`); what low modules call
+on the plugin manager is :class:`hookcode.plugin_manager.HookCaller`, beside it."""
 
 from __future__ import annotations
 
@@ -18,28 +19,16 @@ if TYPE_CHECKING:
 
     from hookcode.fileio import PathLocks, PendingWrites
     from hookcode.filetime import FileTimes
+    from hookcode.plugin_manager import HookCaller
     from hookcode.protected import ProtectedPaths
 
 __all__ = [
     "AbortState",
     "EditContext",
     "EditRuntime",
-    "HookCaller",
     "SecretsRuntime",
     "StoredCredentials",
 ]
-
-
-class HookCaller(Protocol):
-    """What the config, the event bus and the trust report call on the plugin manager."""
-
-    def warn(self, line: str) -> None: ...
-
-    def collect(self, hook: str, **kwargs: Any) -> list[tuple[str, Any]]: ...
-
-    def call_each(self, hook: str, **kwargs: Any) -> list[Any]: ...
-
-    def has_impls(self, hook: str) -> bool: ...
 
 
 class SecretsRuntime(Protocol):

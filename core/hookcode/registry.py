@@ -24,7 +24,7 @@ from hookcode.tooldef import Tool, valid_tool_name
 
 if TYPE_CHECKING:
     from hookcode.config import Config
-    from hookcode.permission_rules import Ruleset
+    from hookcode.permission.rules import Ruleset
     from hookcode.plugin_manager import PluginsBase
 
 __all__ = ["Registry", "RegistryHost", "ToolEntry"]

@@ -144,7 +144,7 @@ class Runtime:
             unloaded_plugins=[i.name for i in self.plugins.not_loaded()],
             trusted=self.trusted,
         )
-        from hookcode.agents import load_agent_files  # .hookcode/agents/*.md = [agent.NAME]
+        from hookcode.config import load_agent_files  # .hookcode/agents/*.md = [agent.NAME]
 
         config.warnings.extend(
             load_agent_files(config, self.cwd, self.worktree, self.env, trusted=self.trusted)

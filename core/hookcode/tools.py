@@ -39,7 +39,7 @@ if TYPE_CHECKING:
     from hookcode.fileio import PathLocks, PendingWrites
     from hookcode.filetime import FileTimes
     from hookcode.permission import PermissionService
-    from hookcode.permission_rules import Rule, Ruleset
+    from hookcode.permission.rules import Rule, Ruleset
     from hookcode.plugin_manager import PluginsBase
     from hookcode.process import Processes
     from hookcode.protected import ProtectedPaths
@@ -501,7 +501,7 @@ class ReadRules:
 
 def _last_rule(ruleset: Any, permission: str) -> tuple[str, str] | None:
     """(pattern, action) of the last rule of ``permission``, None when there is none."""
-    from hookcode.permission_rules import wildcard_match
+    from hookcode.permission.rules import wildcard_match
 
     for rule in reversed(ruleset.rules):
         if wildcard_match(rule.permission, permission):

@@ -2,7 +2,7 @@
 allow rules, its agent files' allow rules, and what plugins report through ``project_code``.
 
 It sits above :mod:`hookcode.trust` (the trust store and :func:`~hookcode.trust.is_trusted`),
-which needs neither the config nor the agents nor the plugins."""
+which needs neither the config nor the plugins."""
 
 from __future__ import annotations
 
@@ -11,7 +11,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from hookcode.protocols import HookCaller
+    from hookcode.plugin_manager import HookCaller
 
 __all__ = ["project_code_items", "untrusted_items"]
 
@@ -27,8 +27,7 @@ def untrusted_items(
     """What an untrusted run in ``cwd`` would skip: the project config's trusted-only settings
     and allow rules, its agent files' allow rules, and what plugins report through
     ``project_code``. Reads files only; imports and runs nothing of the project."""
-    from hookcode.agents import untrusted_agent_items
-    from hookcode.config import claimed_sections, untrusted_config_items
+    from hookcode.config import claimed_sections, untrusted_agent_items, untrusted_config_items
 
     if claimed is None:
         claimed, _owners = claimed_sections(plugins)

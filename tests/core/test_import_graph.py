@@ -5,6 +5,11 @@ import is a dependency too; where a low module only needs a type, it names a Pro
 :mod:`hookcode.protocols` and :class:`hookcode.tools.Host`). ``from package import name`` is an
 import of the submodule when ``name`` is one, else of the package. The modules of
 ``core/hookcode`` import downwards only: no two of them reach each other.
+
+The structure viewer draws core by rooms: a module directly under ``hookcode`` is one, and so is
+each sub-package (``session/``, ``config/``, ``store/``, ``permission/``, ``cli/``, ``testing/``)
+with everything in it. The rooms import downwards only too; how many floors they stack is
+printed (``pytest -s``), not asserted.
 """
 
 from __future__ import annotations
@@ -102,6 +107,49 @@ def circles(graph: Mapping[str, set[str]]) -> list[set[str]]:
     return found
 
 
+def room_of(name: str, root: str, packages: set[str]) -> str:
+    """The room of module ``name``: its top-level sub-package of ``root``, else itself."""
+    parts = name.split(".")
+    top = ".".join(parts[:2])
+    return top if len(parts) > 1 and top in packages and top != root else name
+
+
+def room_graph(graph: Mapping[str, set[str]], root: str, packages: set[str]) -> dict[str, set[str]]:
+    """``graph`` with the modules of each sub-package merged into one node (edges inside a
+    room dropped)."""
+    rooms: dict[str, set[str]] = {}
+    for name, targets in graph.items():
+        here = room_of(name, root, packages)
+        rooms.setdefault(here, set()).update(
+            there for there in (room_of(t, root, packages) for t in targets) if there != here
+        )
+    return rooms
+
+
+def floors(graph: Mapping[str, set[str]]) -> dict[str, int]:
+    """{node: its floor} of an acyclic graph: 1 for a node that imports nothing of it, else one
+    above the highest node it imports."""
+    floor: dict[str, int] = {}
+    for start in sorted(graph):
+        work = [start]
+        while work:
+            node = work[-1]
+            if node in floor:
+                work.pop()
+                continue
+            waiting = [t for t in sorted(graph[node]) if t not in floor]
+            if waiting:
+                work.extend(waiting)
+                continue
+            floor[node] = 1 + max((floor[t] for t in graph[node]), default=0)
+            work.pop()
+    return floor
+
+
+def packages_of(root: Path) -> set[str]:
+    return {".".join(p.parent.relative_to(root.parent).parts) for p in root.rglob("__init__.py")}
+
+
 def ties(graph: Mapping[str, set[str]], circle: set[str]) -> str:
     return "\n".join(f"  {name} -> {sorted(graph[name] & circle)}" for name in sorted(circle))
 
@@ -114,6 +162,20 @@ def test_core_has_no_import_circle() -> None:
         "an import circle in core; import downwards only (a type a low module needs: "
         f"a Protocol, see hookcode.protocols):\n{shown}"
     )
+
+
+def test_core_rooms_have_no_circle() -> None:
+    """Each sub-package as one node, the way the structure viewer draws core: no circle between
+    the rooms either (a package's modules may not reach a room that reaches the package)."""
+    rooms = room_graph(import_graph(CORE), "hookcode", packages_of(CORE))
+    found = circles(rooms)
+    shown = "\n\n".join(ties(rooms, circle) for circle in found)
+    assert not found, f"an import circle between core's rooms (sub-packages count as one):\n{shown}"
+    floor = floors(rooms)
+    top = max(floor.values())
+    print(f"\ncore: {len(rooms)} rooms on {top} floors")
+    for level in range(top, 0, -1):
+        print(f"  {level:2d} " + " ".join(sorted(r for r, f in floor.items() if f == level)))
 
 
 def test_every_kind_of_import_counts(tmp_path: Path) -> None:
@@ -142,3 +204,25 @@ def test_every_kind_of_import_counts(tmp_path: Path) -> None:
     assert graph["pkg.apart"] == {"pkg.low"}
     assert graph["pkg.sub.leaf"] == {"pkg.apart", "pkg"}
     assert circles(graph) == [{"pkg.low", "pkg.high"}]
+
+
+def test_rooms_merge_a_sub_package_and_count_floors() -> None:
+    graph = {
+        "pkg": {"pkg.sub"},
+        "pkg.sub": {"pkg.sub.a"},
+        "pkg.sub.a": {"pkg.sub.b", "pkg.low"},
+        "pkg.sub.b": {"pkg.low"},
+        "pkg.low": set(),
+        "pkg.top": {"pkg.sub.b"},
+    }
+    rooms = room_graph(graph, "pkg", {"pkg", "pkg.sub"})
+    assert rooms == {
+        "pkg": {"pkg.sub"},
+        "pkg.sub": {"pkg.low"},
+        "pkg.low": set(),
+        "pkg.top": {"pkg.sub"},
+    }
+    assert floors(rooms) == {"pkg.low": 1, "pkg.sub": 2, "pkg": 3, "pkg.top": 3}
+    # two modules of one package, each reached by a module the other imports: a room circle
+    graph["pkg.low"] = {"pkg.sub.b"}
+    assert circles(room_graph(graph, "pkg", {"pkg", "pkg.sub"})) == [{"pkg.sub", "pkg.low"}]

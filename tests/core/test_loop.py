@@ -373,7 +373,7 @@ def test_parts_left_running_by_a_dead_process_are_marked_and_the_model_is_told(h
 
 
 def test_retryable_provider_errors_are_retried_with_backoff(hookcode_env, monkeypatch):
-    import hookcode.session as session_module
+    import hookcode.session.loop as session_module
 
     monkeypatch.setattr(session_module, "RETRY_BASE", 0.01)
     model = SM(
@@ -395,7 +395,7 @@ def test_retryable_provider_errors_are_retried_with_backoff(hookcode_env, monkey
 
 
 def test_retries_give_up_and_the_error_is_surfaced(hookcode_env, monkeypatch):
-    import hookcode.session as session_module
+    import hookcode.session.loop as session_module
 
     monkeypatch.setattr(session_module, "RETRY_BASE", 0.001)
     model = SM([Turn(error="overloaded", retryable=True)] * 10)

@@ -1,4 +1,4 @@
-"""Permissions (core/hookcode/permission.py, reference/permissions.md): wildcard matching (§2),
+"""Permissions (core/hookcode/permission/, reference/permissions.md): wildcard matching (§2),
 evaluation (§4), config shapes (§3), hiding, the rule order (ARCHITECTURE.md "Settled points"),
 votes, and the ask/reply flow (§5) through real runtimes."""
 

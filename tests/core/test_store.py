@@ -14,9 +14,9 @@ import threading
 import time
 from pathlib import Path
 
-import hookcode.store as store_module
+import hookcode
+import hookcode.store.store as store_module
 import pytest
-from hookcode.database import split_statements
 from hookcode.store import (
     MIGRATIONS,
     ApprovalRecord,
@@ -24,8 +24,9 @@ from hookcode.store import (
     StoreError,
     ToolPartRecord,
 )
+from hookcode.store.database import split_statements
 
-CORE_DIR = Path(store_module.__file__).resolve().parents[1]
+CORE_DIR = Path(hookcode.__file__).resolve().parents[1]
 
 
 @pytest.fixture

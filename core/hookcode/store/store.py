@@ -4,16 +4,16 @@ todos, per-session provider state and session locks.
 :class:`Store` is the one surface hookcode reads and writes through; its parts, by what each
 owns:
 
-- :mod:`hookcode.database`: the SQLite plumbing (one connection shared by threads, WAL mode
+- :mod:`hookcode.store.database`: the SQLite plumbing (one connection shared by threads, WAL mode
   for several processes, write transactions, checkpoints, applying migrations);
-- :mod:`hookcode.store_schema`: the tables and their migrations (:data:`MIGRATIONS`);
-- :mod:`hookcode.store_records`: the records it hands out and the errors it raises;
-- :mod:`hookcode.store_messages`: messages, their parts and the tool parts;
+- :mod:`hookcode.store.schema`: the tables and their migrations (:data:`MIGRATIONS`);
+- :mod:`hookcode.store.records`: the records it hands out and the errors it raises;
+- :mod:`hookcode.store.message_store`: messages, their parts and the tool parts;
 - this module: sessions and their roll-ups, remembered approvals, session locks, per-session
   state and todos.
 
 Every write is its own transaction, committed before the method returns (see
-:mod:`hookcode.database`); JSON columns are stored as text, times are float epoch seconds.
+:mod:`hookcode.store.database`); JSON columns are stored as text, times are float epoch seconds.
 """
 
 from __future__ import annotations
@@ -27,19 +27,19 @@ from dataclasses import astuple, replace
 from pathlib import Path
 from typing import Any
 
-from hookcode.database import BUSY_TIMEOUT_MS as BUSY_TIMEOUT_MS
-from hookcode.database import CHECKPOINT_EVERY as CHECKPOINT_EVERY
-from hookcode.database import dumps, execute, storable
 from hookcode.ids import new_id
-from hookcode.store_messages import MessageStore
-from hookcode.store_records import (
+from hookcode.store.database import BUSY_TIMEOUT_MS as BUSY_TIMEOUT_MS
+from hookcode.store.database import CHECKPOINT_EVERY as CHECKPOINT_EVERY
+from hookcode.store.database import dumps, execute, storable
+from hookcode.store.message_store import MessageStore
+from hookcode.store.records import (
     ApprovalRecord,
     SessionBusy,
     SessionRecord,
     StoreError,
     ToolPartRecord,
 )
-from hookcode.store_schema import MIGRATIONS
+from hookcode.store.schema import MIGRATIONS
 
 __all__ = [
     "MIGRATIONS",
@@ -369,6 +369,6 @@ class Store(MessageStore):
 
 def pid_alive(pid: int) -> bool:
     """Whether process ``pid`` runs on this machine (a zombie counts as dead)."""
-    from hookcode.process import pid_alive as alive
+    from hookcode.guardian import pid_alive as alive
 
     return alive(pid)

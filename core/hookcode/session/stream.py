@@ -26,7 +26,7 @@ from hookcode.providers import (
     ToolInputDelta,
     Usage,
 )
-from hookcode.session_history import ABORTED, SessionHistory, add_usage
+from hookcode.session.history import ABORTED, SessionHistory, add_usage
 from hookcode.store import ToolPartRecord
 
 if TYPE_CHECKING:

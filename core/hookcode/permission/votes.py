@@ -7,7 +7,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from hookcode.permission_rules import ACTIONS, Action, Ruleset, wildcard_match
+from hookcode.permission.rules import ACTIONS, Action, Ruleset, wildcard_match
 
 __all__ = ["Vote", "as_vote", "combine_votes", "protected_vote"]
 

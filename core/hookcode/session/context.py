@@ -23,12 +23,12 @@ from hookcode.messages import (
     to_provider_messages,
 )
 from hookcode.providers import Message, StreamError
-from hookcode.session_model import resolve_model
-from hookcode.session_stream import ReplyStream
+from hookcode.session.model_choice import resolve_model
+from hookcode.session.stream import ReplyStream
 
 if TYPE_CHECKING:
     from hookcode.providers import Provider
-    from hookcode.session_stream import Step
+    from hookcode.session.stream import Step
 
 __all__ = ["DEFAULT_PROMPT", "INSTRUCTION_FILES", "SessionContext"]
 

@@ -9,8 +9,8 @@ import sqlite3
 import time
 from typing import Any
 
-from hookcode.database import Database, dumps, execute, storable
-from hookcode.store_records import StoreError, ToolPartRecord
+from hookcode.store.database import Database, dumps, execute, storable
+from hookcode.store.records import StoreError, ToolPartRecord
 
 __all__ = ["MessageStore"]
 

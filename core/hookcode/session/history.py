@@ -11,13 +11,13 @@ from hookcode.ids import new_id
 from hookcode.messages import FilePart, SessionMessage, TextPart, TokenUsage, ToolPart
 from hookcode.messages import UserMessage as UserMessage
 from hookcode.providers import Usage
-from hookcode.session_model import model_info
+from hookcode.session.model_choice import model_info
 
 if TYPE_CHECKING:
     from hookcode.agents import AgentSpec
     from hookcode.providers import Message, ModelInfo, Provider, StreamError
-    from hookcode.runtime import Runtime
-    from hookcode.session_result import EventCallback, RunResult
+    from hookcode.session.host import SessionHost
+    from hookcode.session.result import EventCallback, RunResult
     from hookcode.store import SessionRecord, Store
     from hookcode.tools import AbortSignal
 
@@ -28,7 +28,7 @@ ABORTED = "Tool execution aborted"
 
 class Attempt(Protocol):
     """What closing or discarding a message reads of one model request's attempt (the
-    :class:`~hookcode.session_stream.Step` of the stream built on this class)."""
+    :class:`~hookcode.session.stream.Step` of the stream built on this class)."""
 
     @property
     def parts(self) -> list[Any]: ...
@@ -87,7 +87,7 @@ class SessionHistory:
     """The session's messages and how they are stored. :class:`~hookcode.session.SessionLoop`
     sets the attributes below in its ``__init__``."""
 
-    runtime: Runtime
+    runtime: SessionHost
     store: Store
     spec: AgentSpec
     session: SessionRecord | None

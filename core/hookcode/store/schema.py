@@ -2,7 +2,7 @@
 
 The schema grows by appending SQL scripts to :data:`MIGRATIONS` (never edit a released one).
 Script ``i`` takes the database from version ``i`` to ``i + 1``; the version lives in
-``PRAGMA user_version``; :class:`hookcode.database.Database` applies them when it opens a file.
+``PRAGMA user_version``; :class:`hookcode.store.database.Database` applies them when it opens a file.
 
 Tables: ``sessions`` (with ``parent_id`` for sub-agent sessions and the token/cost roll-ups),
 ``messages`` (one row per user/assistant message, its fields as JSON), ``parts`` (the parts of

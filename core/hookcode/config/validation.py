@@ -12,7 +12,7 @@ from typing import Annotated, Any, Union, get_args, get_origin
 
 from pydantic import BaseModel, ValidationError
 
-from hookcode.config_models import ACTION_TAG, CORE_KEYS, TABLE_TAG, KeyPath
+from hookcode.config.models import ACTION_TAG, CORE_KEYS, TABLE_TAG, KeyPath
 from hookcode.errors import ConfigError
 
 __all__ = [

@@ -26,10 +26,11 @@ top-level table; ``*`` matches one segment). A key nobody claims is an error nam
 that set it, or a warning when some plugin is not loaded (it may be that plugin's section).
 
 The parts, by what each owns: :mod:`hookcode.configfiles` finds, reads and merges the files
-(light: it runs before plugins load); :mod:`hookcode.config_models` holds core's models;
-:mod:`hookcode.config_trust` what an untrusted project may set; :mod:`hookcode.config_validation`
-the claims and the problems; this module loads them into a :class:`Config` (every name above
-stays importable from here).
+(light: it runs before plugins load); :mod:`hookcode.config.models` holds core's models;
+:mod:`hookcode.config.tightening` what an untrusted project may set;
+:mod:`hookcode.config.validation` the claims and the problems; this module loads them into a
+:class:`Config`; :mod:`hookcode.config.agent_files` adds the Markdown agent files. Import the
+names from :mod:`hookcode.config`.
 """
 
 from __future__ import annotations
@@ -43,7 +44,7 @@ from typing import TYPE_CHECKING, Any
 from pydantic import BaseModel, TypeAdapter, ValidationError
 from pydantic.json_schema import models_json_schema
 
-from hookcode.config_models import (
+from hookcode.config.models import (
     CORE_KEYS,
     Action,
     AgentConfig,
@@ -55,8 +56,13 @@ from hookcode.config_models import (
     ToolLimits,
     TruncationConfig,
 )
-from hookcode.config_trust import Tightening, apply_trust, split_permission, untrusted_config_items
-from hookcode.config_validation import (
+from hookcode.config.tightening import (
+    Tightening,
+    apply_trust,
+    split_permission,
+    untrusted_config_items,
+)
+from hookcode.config.validation import (
     Claims,
     Problem,
     check_sections,
@@ -86,7 +92,7 @@ from hookcode.configfiles import (
 from hookcode.errors import ConfigError
 
 if TYPE_CHECKING:
-    from hookcode.protocols import HookCaller
+    from hookcode.plugin_manager import HookCaller
 
 __all__ = [
     "Action",

@@ -13,8 +13,8 @@ from typing import Any, get_args, get_origin
 
 from pydantic import BaseModel, ValidationError
 
-from hookcode.config_models import CORE_KEYS, CoreConfig, KeyPath
-from hookcode.config_validation import Claims, unwrap
+from hookcode.config.models import CORE_KEYS, CoreConfig, KeyPath
+from hookcode.config.validation import Claims, unwrap
 from hookcode.configfiles import Layer, _read_layers
 from hookcode.errors import ConfigError
 from hookcode.trust import TRUSTED_ONLY, describe_path

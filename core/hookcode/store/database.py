@@ -7,8 +7,8 @@ mode with a 5 s busy timeout, and every write is its own ``BEGIN IMMEDIATE`` tra
 committed before the method returns. A process killed at any moment therefore leaves a
 consistent database holding every write that returned.
 
-Opening applies the migrations (:mod:`hookcode.store_schema`) the file lacks; opening a database
-that is newer than this code raises :class:`~hookcode.store_records.StoreError`.
+Opening applies the migrations (:mod:`hookcode.store.schema`) the file lacks; opening a database
+that is newer than this code raises :class:`~hookcode.store.records.StoreError`.
 """
 
 from __future__ import annotations
@@ -24,7 +24,7 @@ from pathlib import Path
 from typing import Any, Self
 
 from hookcode.datadir import private_dir, private_file
-from hookcode.store_records import StoreError
+from hookcode.store.records import StoreError
 
 __all__ = [
     "BUSY_TIMEOUT_MS",

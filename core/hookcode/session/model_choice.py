@@ -12,7 +12,7 @@ from hookcode.providers import split_model_id
 
 if TYPE_CHECKING:
     from hookcode.providers import ModelInfo, Provider
-    from hookcode.runtime import Runtime
+    from hookcode.session.host import SessionHost
     from hookcode.store import SessionRecord
 
 __all__ = ["NO_MODEL_HINT", "model_info", "resolve_model"]
@@ -25,7 +25,7 @@ NO_MODEL_HINT = (
 
 
 def resolve_model(
-    runtime: Runtime,
+    runtime: SessionHost,
     model: str | None,
     spec: AgentSpec,
     session: SessionRecord | None = None,

@@ -25,12 +25,12 @@ leaves a session that opens and resumes: parts it left pending/running are marke
 run of it fails with :class:`~hookcode.store.SessionBusy`; a dead process's lock is taken over.
 
 The loop is one class, :class:`SessionLoop`, written in parts by what each owns:
-:mod:`hookcode.session_history` (the messages, in memory and in the store),
-:mod:`hookcode.session_stream` (one reply streamed into a message),
-:mod:`hookcode.session_context` (system prompt, parameters, compaction, pruning) and this
-module (the run, the steps, the retries and the tool calls); :mod:`hookcode.session_model`
-picks the model and :mod:`hookcode.session_result` holds what a run reports. Every name of
-those parts that was importable from here still is.
+:mod:`hookcode.session.history` (the messages, in memory and in the store),
+:mod:`hookcode.session.stream` (one reply streamed into a message),
+:mod:`hookcode.session.context` (system prompt, parameters, compaction, pruning) and this
+module (the run, the steps, the retries and the tool calls); :mod:`hookcode.session.model_choice`
+picks the model and :mod:`hookcode.session.result` holds what a run reports. Import the names
+from :mod:`hookcode.session`.
 """
 
 from __future__ import annotations
@@ -53,20 +53,20 @@ from hookcode.providers import (
     ModelRequest,
     ToolCallEnd,
 )
-from hookcode.session_context import DEFAULT_PROMPT, SessionContext
-from hookcode.session_context import INSTRUCTION_FILES as INSTRUCTION_FILES
-from hookcode.session_history import ABORTED, UserMessage, load_messages, title_of
-from hookcode.session_model import NO_MODEL_HINT as NO_MODEL_HINT
-from hookcode.session_model import resolve_model
-from hookcode.session_result import EventCallback, RunResult
-from hookcode.session_stream import SAVE_INTERVAL as SAVE_INTERVAL
-from hookcode.session_stream import Step
+from hookcode.session.context import DEFAULT_PROMPT, SessionContext
+from hookcode.session.context import INSTRUCTION_FILES as INSTRUCTION_FILES
+from hookcode.session.history import ABORTED, UserMessage, load_messages, title_of
+from hookcode.session.model_choice import NO_MODEL_HINT as NO_MODEL_HINT
+from hookcode.session.model_choice import resolve_model
+from hookcode.session.result import EventCallback, RunResult
+from hookcode.session.stream import SAVE_INTERVAL as SAVE_INTERVAL
+from hookcode.session.stream import Step
 from hookcode.store import ToolPartRecord
 from hookcode.tools import AbortSignal, ToolCall, ToolContext
 
 if TYPE_CHECKING:
     from hookcode.providers import ModelInfo, Provider
-    from hookcode.runtime import Runtime
+    from hookcode.session.host import SessionHost
     from hookcode.store import SessionRecord
 
 __all__ = [
@@ -114,7 +114,7 @@ class SessionLoop(SessionContext):
 
     def __init__(
         self,
-        runtime: Runtime,
+        runtime: SessionHost,
         *,
         model: str | None = None,
         agent: str | None = None,
@@ -542,7 +542,7 @@ def _plain(value: Any) -> Any:
 
 
 async def run_session(
-    runtime: Runtime,
+    runtime: SessionHost,
     text: str,
     *,
     model: str | None = None,

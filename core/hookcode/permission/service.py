@@ -10,9 +10,9 @@ Deciding is the job of policy plugins voting in ``permission_ask`` (``policy_rul
 the rules); core combines the votes (deny beats ask beats allow; no vote means ask) and runs
 the ask/reply flow through ``permission_prompt``. With nobody to ask, the answer is reject.
 
-The parts, by what each owns: :mod:`hookcode.permission_rules` (rules, matching, evaluation),
-:mod:`hookcode.permission_votes` (votes and how they combine) and this module (the request,
-the reply and the ask/reply flow); every name of the parts stays importable from here.
+The parts, by what each owns: :mod:`hookcode.permission.rules` (rules, matching, evaluation),
+:mod:`hookcode.permission.votes` (votes and how they combine) and this module (the request,
+the reply and the ask/reply flow); import them from :mod:`hookcode.permission`.
 """
 
 from __future__ import annotations
@@ -24,9 +24,9 @@ from typing import TYPE_CHECKING, Any, Literal, Protocol, TypeVar
 from hookcode.errors import PermissionDenied, PermissionRejected
 
 # re-exported: the names of the parts stay importable from here
-from hookcode.permission_rules import ACTIONS as ACTIONS
-from hookcode.permission_rules import DENY_MESSAGE_RULES as DENY_MESSAGE_RULES
-from hookcode.permission_rules import (
+from hookcode.permission.rules import ACTIONS as ACTIONS
+from hookcode.permission.rules import DENY_MESSAGE_RULES as DENY_MESSAGE_RULES
+from hookcode.permission.rules import (
     Action,
     Decision,
     Rule,
@@ -36,9 +36,9 @@ from hookcode.permission_rules import (
     rules_from_config,
     wildcard_match,
 )
-from hookcode.permission_rules import PatternDecision as PatternDecision
-from hookcode.permission_rules import rules_from_legacy_tools as rules_from_legacy_tools
-from hookcode.permission_votes import Vote, as_vote, combine_votes, protected_vote
+from hookcode.permission.rules import PatternDecision as PatternDecision
+from hookcode.permission.rules import rules_from_legacy_tools as rules_from_legacy_tools
+from hookcode.permission.votes import Vote, as_vote, combine_votes, protected_vote
 from hookcode.shell_analysis import ShellAnalysis as ShellAnalysis
 
 if TYPE_CHECKING:

@@ -1,0 +1,39 @@
+"""The SQLite store: sessions, their messages and parts, tool parts, remembered approvals,
+todos, per-session provider state and session locks.
+
+:class:`Store` is the one surface hookcode reads and writes through; its parts, by what each
+owns:
+
+- :mod:`hookcode.store.store`: :class:`Store`: sessions and their roll-ups, remembered
+  approvals, session locks, per-session state and todos;
+- :mod:`hookcode.store.message_store`: messages, their parts and the tool parts;
+- :mod:`hookcode.store.database`: the SQLite plumbing (one connection shared by threads, WAL
+  mode for several processes, write transactions, checkpoints, applying migrations);
+- :mod:`hookcode.store.schema`: the tables and their migrations (:data:`MIGRATIONS`);
+- :mod:`hookcode.store.records`: the records it hands out and the errors it raises.
+
+Import the names from here (``from hookcode.store import Store``); the submodules import each
+other directly, never this package.
+"""
+
+from __future__ import annotations
+
+from hookcode.store.records import (
+    ApprovalRecord,
+    SessionBusy,
+    SessionRecord,
+    StoreError,
+    ToolPartRecord,
+)
+from hookcode.store.schema import MIGRATIONS
+from hookcode.store.store import Store
+
+__all__ = [
+    "MIGRATIONS",
+    "ApprovalRecord",
+    "SessionBusy",
+    "SessionRecord",
+    "Store",
+    "StoreError",
+    "ToolPartRecord",
+]

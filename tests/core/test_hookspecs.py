@@ -74,7 +74,7 @@ ARGUMENTS = {
     "tool_execute_after": ["call", "result", "ctx"],
     "tool_execute_error": ["call", "error", "ctx"],
     "permission_ask": ["request", "runtime"],
-    "permission_prompt": ["request"],
+    "permission_prompt": ["request", "runtime"],
     "question_prompt": ["request"],
     "shell_analyze": ["command", "cwd"],
     "permission_plan": ["permission", "pattern", "ctx"],

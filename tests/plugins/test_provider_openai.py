@@ -906,6 +906,29 @@ def test_run_session_with_the_read_tool(env, fake):
     assert "not valid JSON" in results["call_bad"]  # the model is told what was wrong
 
 
+def test_the_history_carries_the_arguments_as_the_model_sent_them(env, fake):
+    """read fills in ``offset`` and ``limit`` when it validates; the call sent back (in the
+    same run, and from the store in the next one) has exactly the model's arguments."""
+    (env.project / "notes.txt").write_text("the answer is 42\n")
+    fake.script(
+        "m",
+        tool_reply([("call_r", "read", {"filePath": "notes.txt"})]),
+        text_reply("42."),
+        text_reply("Still 42."),
+    )
+    env.write_config(loop_config(fake))
+    rt = env.runtime()
+    result = asyncio.run(run_session(rt, "what is the answer?", model="local/m"))
+    assert result.error is None, result.error
+    session = rt.store.get_session(result.session_id)
+    again = asyncio.run(run_session(rt, "and now?", model="local/m", session=session))
+    assert again.error is None, again.error
+    for body in fake.bodies()[1:]:
+        assistant = next(m for m in body["messages"] if m["role"] == "assistant")
+        [sent] = assistant["tool_calls"]
+        assert json.loads(sent["function"]["arguments"]) == {"filePath": "notes.txt"}
+
+
 def test_run_session_moves_images_into_a_user_message(env, fake):
     (env.project / "pixel.png").write_bytes(PNG)
     fake.script(

@@ -28,6 +28,7 @@ from fake_openai import (
     tool_reply,
     usage_chunk,
 )
+from helpers.fakedist import run_cli
 from hookcode import hookimpl
 from hookcode.errors import ConfigError
 from hookcode.providers import (
@@ -541,6 +542,30 @@ def test_unreachable_server(env, fake):
     assert isinstance(error, StreamError) and error.retryable
     assert error.message.startswith(f"cannot reach {url}/chat/completions: ")
     assert "attempts)" not in error.message  # no count of tries: the loop has its own
+
+
+def test_no_key_for_openais_own_api_fails_at_once_naming_where_it_comes_from(env):
+    """The built-in provider's default endpoint needs a key: without one nothing is sent
+    (so nothing is retried) and the error names the variable and ``hookcode auth login``."""
+    (error,) = collect(env.runtime().providers()["openai"], request("gpt-x"))
+    assert isinstance(error, StreamError) and not error.retryable
+    assert error.message == (
+        "no API key for provider 'openai': set OPENAI_API_KEY or run `hookcode auth login openai`"
+    )
+    # a configured provider pointing at OpenAI's API needs one too
+    env.write_config('[provider.mine]\nbase_url = "https://api.openai.com/v1/"\n')
+    (error,) = collect(env.runtime().providers()["mine"], request("gpt-x"))
+    assert error.message == (
+        "no API key for provider 'mine': set api_key_env in [provider.mine] or run "
+        "`hookcode auth login mine`"
+    )
+
+
+def test_hookcode_run_without_a_key_says_so_once_without_retrying(env):
+    proc = run_cli(["run", "--model", "openai/gpt-x", "hi"], env=env.env, cwd=env.project)
+    assert proc.returncode == 1
+    assert "OPENAI_API_KEY" in proc.stderr and "hookcode auth login openai" in proc.stderr
+    assert "retry" not in proc.stderr and "cannot reach" not in proc.stderr
 
 
 def test_a_provider_without_base_url_says_so(env):

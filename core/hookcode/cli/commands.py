@@ -30,12 +30,14 @@ def _table(title: str | None, columns: list[str], rows: list[list[str]]) -> None
         return
     from rich.console import Console
     from rich.table import Table
+    from rich.text import Text
 
     table = Table(title=title, show_lines=False, box=None, pad_edge=False)
     for column in columns:
         table.add_column(column, overflow="fold")
     for row in rows:
-        table.add_row(*row)
+        # cells hold plugins' and users' text (descriptions, errors, patterns): never markup
+        table.add_row(*(Text(cell) for cell in row))
     Console(soft_wrap=False).print(table)
 
 

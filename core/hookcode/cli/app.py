@@ -23,7 +23,8 @@ _MARKUP_TAG = re.compile(r"(\\*)(\[[a-z#/@][^[]*?])")
 def escape_markup(text: str) -> str:
     """``text`` with everything rich would read as a markup tag (``[audit]``, ``[/etc]``)
     escaped, so that it is shown as written."""
-    text = _MARKUP_TAG.sub(lambda m: f"{m[1]}{m[1]}\\{m[2]}", text)
+    if "[" in text:  # most help texts have none: no regex for them
+        text = _MARKUP_TAG.sub(lambda m: f"{m[1]}{m[1]}\\{m[2]}", text)
     if text.endswith("\\") and not text.endswith("\\\\"):
         text += "\\"
     return text

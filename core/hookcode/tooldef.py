@@ -54,7 +54,6 @@ __all__ = [
     "EditsFiles",
     "FunctionTool",
     "Tool",
-    "serialise_output",
     "tool",
     "valid_tool_name",
 ]
@@ -63,7 +62,7 @@ _ARGS_SECTION = re.compile(r"^\s*(Args|Arguments|Parameters):\s*$", re.MULTILINE
 _NAME_RE = re.compile(r"^[a-zA-Z0-9_-]{1,64}$")
 
 
-def serialise_output(value: Any, tool_name: str) -> str:
+def _serialise_output(value: Any, tool_name: str) -> str:
     """The model-visible text of a value a tool returned (anything but a :class:`ToolResult`).
 
     A ``str`` as it is; ``None`` -> empty; ``int``, ``float``, ``bool`` -> ``str(value)``; a
@@ -99,8 +98,8 @@ class Tool:
     Subclasses set ``name`` and ``description`` (default: the class docstring) and define
     ``run(self, ctx, **typed_arguments)`` (sync or async), or set ``Args`` to a pydantic model
     and define ``run(self, args, ctx)``. ``run`` returns a ``str`` (the output), a
-    :class:`ToolResult`, or any value :func:`serialise_output` turns into text (numbers,
-    JSON-compatible data, dataclasses, pydantic models).
+    :class:`ToolResult`, or any other value, serialised for the model: numbers as ``str``,
+    dicts, lists, dataclasses and pydantic models as JSON (see ``docs/tool-packs.md``).
 
     Attributes:
         name: model-facing name (``[a-zA-Z0-9_-]``, at most 64 characters).
@@ -313,7 +312,7 @@ class Tool:
     def _to_result(self, value: Any) -> ToolResult:
         if isinstance(value, ToolResult):
             return value
-        return ToolResult(output=serialise_output(value, self.name))
+        return ToolResult(output=_serialise_output(value, self.name))
 
     def __str__(self) -> str:
         """The tool's name (``f"{ctx.tool}"`` reads as the name, as ``ctx.call.tool`` does)."""

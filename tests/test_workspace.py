@@ -97,7 +97,7 @@ def test_own_sections_name_the_distribution_that_claims_each():
     an uninstalled one is a warning naming it) is exactly what their ``config_schema`` claim."""
     import importlib
 
-    from hookcode.config_validation import OWN_SECTIONS
+    from hookcode.config import OWN_SECTIONS
 
     claimed: dict[str, str] = {}
     for pyproject in MEMBERS:

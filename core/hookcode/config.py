@@ -58,6 +58,7 @@ from hookcode.config_models import (
 )
 from hookcode.config_trust import Tightening, apply_trust, split_permission, untrusted_config_items
 from hookcode.config_validation import (
+    OWN_SECTIONS,
     Claims,
     Problem,
     check_sections,
@@ -91,6 +92,7 @@ if TYPE_CHECKING:
     from hookcode.protocols import HookCaller
 
 __all__ = [
+    "OWN_SECTIONS",
     "Action",
     "AgentConfig",
     "Config",

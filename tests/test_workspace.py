@@ -90,3 +90,20 @@ def test_ripgrep_is_a_library_of_the_search_tools_not_of_core():
     assert (
         "ripgrep==14.1.0" in _load(ROOT / "libs/ripgrep/pyproject.toml")["project"]["dependencies"]
     )
+
+
+def test_own_sections_name_the_distribution_that_claims_each():
+    """Core's table of the sections of hookcode's own distributions (a section left behind by
+    an uninstalled one is a warning naming it) is exactly what their ``config_schema`` claim."""
+    import importlib
+
+    from hookcode.config import OWN_SECTIONS
+
+    claimed: dict[str, str] = {}
+    for pyproject in MEMBERS:
+        project = _load(pyproject)["project"]
+        (module,) = project["entry-points"]["hookcode"].values()
+        config_schema = getattr(importlib.import_module(module), "config_schema", None)
+        if config_schema is not None:
+            claimed.update(dict.fromkeys(config_schema(), project["name"]))
+    assert claimed == OWN_SECTIONS

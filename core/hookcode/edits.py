@@ -220,6 +220,25 @@ class EditTransaction:
 
         return edit_request(self._ctx, self._touched)
 
+    def result_metadata(self) -> dict[str, Any]:
+        """The result metadata of a transaction that wrote one file (``write``, ``edit``,
+        ``multiedit``): ``diff`` (as asked), ``filediff`` (``file``, ``before``, ``after``,
+        ``additions``, ``deletions``) and ``diagnostics`` (``{}``: the lsp plugin's after-hook
+        fills it). Read after the block."""
+        [change] = self.changes
+        additions, deletions = change.stats
+        return {
+            "diff": self.metadata["diff"],
+            "filediff": {
+                "file": str(change.path),
+                "before": change.before.text,
+                "after": change.after,
+                "additions": additions,
+                "deletions": deletions,
+            },
+            "diagnostics": {},
+        }
+
     # -- entering and leaving -----------------------------------------------------------------
 
     async def __aenter__(self) -> EditTransaction:

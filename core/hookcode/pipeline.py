@@ -13,7 +13,9 @@ From the model, ``batch``, a sub-agent, MCP or the CLI's ``tools call``, in this
    the hooks and the store all see the same redacted result;
 6. ``tool_execute_after`` (success) or ``tool_execute_error`` (failure);
 7. the call is recorded (store, events): pending -> running -> completed | error; an error's
-   message is redacted too, and the store gets a redacted copy of the arguments.
+   message is redacted too, and the store gets a redacted copy of the arguments as they were
+   given (what the model produced, replayed to it in the history; hooks and the tool see the
+   validated ones).
 """
 
 from __future__ import annotations
@@ -140,15 +142,17 @@ async def _body(
         tool = ctx.tool = entry.tool
         call.tool = tool.name
         # 2. validate (defaults applied)
-        validated = ctx.args = tool.validate(call.args)
+        # (the part keeps the arguments as they were given: the history sent back to the
+        # model carries exactly what it produced, not the defaults filled in here)
+        given = call.args if type(call.args) is dict else tool.parse_arguments(call.args)
+        part.tool, part.input = tool.name, given
+        validated = ctx.args = tool.validate(given)
         call.args = tool.dump(validated)
-        part.tool, part.input = tool.name, call.args
         # 3. before hooks, then validate again
         if plugins.has_impls("tool_execute_before"):
             await _before_hooks(plugins, call, ctx)
             validated = ctx.args = tool.validate(call.args)
             call.args = tool.dump(validated)
-            part.input = call.args
         # 4. permission pre-check, then tool_execute under timeout and abort
         if ctx.abort.is_set():
             raise ToolAborted()

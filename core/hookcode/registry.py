@@ -220,21 +220,28 @@ class Registry:
         self, agent: str, session_id: str | None = None, model: str | None = None
     ) -> list[dict[str, Any]]:
         """Tool definitions as the model sees them, after the ``tool_definition`` hook."""
-        out = []
-        for entry in self.available(agent, session_id, model):
-            # a tool with ``definition_for`` tailors its definition to the calling agent
-            # (task lists the sub-agents that agent may start)
-            scoped = getattr(entry.tool, "definition_for", None)
-            if scoped is not None:
-                raw = scoped(agent, session_id, model)
-            else:
-                raw = entry.tool.definition()
-            definition = copy.deepcopy(raw)
-            self.runtime.plugins.call_each(
-                "tool_definition", tool_id=entry.name, definition=definition
-            )
-            out.append(definition)
-        return out
+        return [
+            self.definition(entry, agent, session_id, model)
+            for entry in self.available(agent, session_id, model)
+        ]
+
+    def definition(
+        self,
+        entry: ToolEntry,
+        agent: str,
+        session_id: str | None = None,
+        model: str | None = None,
+    ) -> dict[str, Any]:
+        """The definition of one tool as ``agent`` is sent it (``{"name", "description",
+        "parameters"}``), after the ``tool_definition`` hook: what the model sees, and what
+        ``tools show`` shows."""
+        # a tool with ``definition_for`` tailors its definition to the calling agent
+        # (task lists the sub-agents that agent may start, skill the skills it may load)
+        scoped = getattr(entry.tool, "definition_for", None)
+        raw = scoped(agent, session_id, model) if scoped is not None else entry.tool.definition()
+        definition = copy.deepcopy(raw)
+        self.runtime.plugins.call_each("tool_definition", tool_id=entry.name, definition=definition)
+        return definition
 
     # -- what core asks of the tools' declarations -------------------------------------------
     def permission_of(self, name: str) -> str:

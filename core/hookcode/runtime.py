@@ -142,6 +142,7 @@ class Runtime:
             claimed,
             env=self.env,
             unloaded_plugins=[i.name for i in self.plugins.not_loaded()],
+            installed={i.distribution for i in self.plugins.infos.values() if i.distribution},
             trusted=self.trusted,
         )
         from hookcode.config import load_agent_files  # .hookcode/agents/*.md = [agent.NAME]

@@ -62,6 +62,30 @@ _ARGS_SECTION = re.compile(r"^\s*(Args|Arguments|Parameters):\s*$", re.MULTILINE
 _NAME_RE = re.compile(r"^[a-zA-Z0-9_-]{1,64}$")
 
 
+def _serialise_output(value: Any, tool_name: str) -> str:
+    """The model-visible text of a value a tool returned (anything but a :class:`ToolResult`).
+
+    A ``str`` as it is; ``None`` -> empty; ``int``, ``float``, ``bool`` -> ``str(value)``; a
+    dict, list, tuple, set, dataclass or pydantic model (or any mix of them) -> JSON, as
+    pydantic-ai and llm do. Anything JSON cannot carry is a ``TypeError`` naming the tool.
+    """
+    if isinstance(value, str):
+        return value
+    if value is None:
+        return ""
+    if isinstance(value, int | float | bool):
+        return str(value)
+    from pydantic_core import PydanticSerializationError, to_json
+
+    try:
+        return to_json(value).decode()
+    except PydanticSerializationError as exc:
+        raise TypeError(
+            f"tool {tool_name!r} returned {type(value).__name__}, which cannot be serialised "
+            f"to JSON ({exc}); return a str, a ToolResult, or JSON-compatible data"
+        ) from None
+
+
 def valid_tool_name(name: str) -> bool:
     """Whether ``name`` may name a tool: letters, digits, ``_`` and ``-``, 1 to 64 characters
     (what every provider accepts). The registry skips a tool whose name is not valid."""
@@ -73,8 +97,9 @@ class Tool:
 
     Subclasses set ``name`` and ``description`` (default: the class docstring) and define
     ``run(self, ctx, **typed_arguments)`` (sync or async), or set ``Args`` to a pydantic model
-    and define ``run(self, args, ctx)``. ``run`` returns a ``str`` (the output) or a
-    :class:`ToolResult`.
+    and define ``run(self, args, ctx)``. ``run`` returns a ``str`` (the output), a
+    :class:`ToolResult`, or any other value, serialised for the model: numbers as ``str``,
+    dicts, lists, dataclasses and pydantic models as JSON (see ``docs/tool-packs.md``).
 
     Attributes:
         name: model-facing name (``[a-zA-Z0-9_-]``, at most 64 characters).
@@ -287,13 +312,7 @@ class Tool:
     def _to_result(self, value: Any) -> ToolResult:
         if isinstance(value, ToolResult):
             return value
-        if isinstance(value, str):
-            return ToolResult(output=value)
-        if value is None:
-            return ToolResult(output="")
-        raise TypeError(
-            f"tool {self.name!r} returned {type(value).__name__}; return a str or a ToolResult"
-        )
+        return ToolResult(output=_serialise_output(value, self.name))
 
     def __str__(self) -> str:
         """The tool's name (``f"{ctx.tool}"`` reads as the name, as ``ctx.call.tool`` does)."""

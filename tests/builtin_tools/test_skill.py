@@ -656,3 +656,42 @@ def test_a_remote_skill_directory_is_readable_without_asking(hookcode_env, serve
     elsewhere = hookcode_env.data_dir / "cache" / "other.txt"
     elsewhere.write_text("no\n")
     assert invoke_tool(rt, "read", {"filePath": str(elsewhere)}).error is not None
+
+
+def test_tools_show_shows_what_the_agent_is_sent(hookcode_env):
+    """``tools show skill`` shows the discovered skills the agent may load, as the model sees
+    them (the same definition), not the static description."""
+    import subprocess
+    import sys
+
+    base = hookcode_env.project / ".hookcode" / "skills"
+    skill(base, "alpha", "First one")
+    skill(base, "secret", "Hidden one")
+    hookcode_env.write_config(
+        '[permission.skill]\n"*" = "allow"\n\n[agent.plan.permission.skill]\n"alpha" = "deny"\n'
+    )
+
+    def show(*args: str) -> dict:
+        command = [sys.executable, "-m", "hookcode", "-C", str(hookcode_env.project)]
+        proc = subprocess.run(
+            [*command, "tools", "show", "skill", "--json", *args],
+            capture_output=True,
+            text=True,
+            env={**hookcode_env.env, "HOOKCODE_LOAD_PLUGINS": PLUGINS},
+            timeout=120,
+        )
+        assert proc.returncode == 0, proc.stderr
+        return json.loads(proc.stdout)
+
+    shown = show()
+    assert shown["agent"] == "build"
+    assert shown["offered"] is True
+    assert NO_SKILLS not in shown["description"]
+    assert shown["description"] == description(runtime(hookcode_env))
+    assert "- **alpha**: First one" in shown["description"]
+    assert "- **secret**: Hidden one" in shown["description"]
+    assert "'alpha'" in shown["parameters"]["properties"]["name"]["description"]
+    plan = show("--agent", "plan")
+    assert plan["agent"] == "plan"
+    assert "alpha" not in plan["description"]
+    assert "- **secret**: Hidden one" in plan["description"]

@@ -326,3 +326,33 @@ def test_a_host_that_is_not_the_runtime_is_told_it_cannot_run_a_sub_agent(hookco
         asyncio.run(
             entry.tool.run(ctx, description="d", prompt="p", subagent_type="explore")  # type: ignore[attr-defined]
         )
+
+
+def test_tools_show_lists_the_subagents_of_the_given_agent(hookcode_env, project):
+    """``tools show task [--agent NAME]`` shows the sub-agents that agent may start."""
+    import subprocess
+    import sys
+
+    hookcode_env.write_config({"agent": {"build": {"permission": {"task": {"explore": "deny"}}}}})
+
+    def show(*args: str) -> subprocess.CompletedProcess[str]:
+        return subprocess.run(
+            [sys.executable, "-m", "hookcode", "-C", str(project), "tools", "show", "task", *args],
+            capture_output=True,
+            text=True,
+            env={**hookcode_env.env, "HOOKCODE_LOAD_PLUGINS": PLUGINS},
+            timeout=120,
+        )
+
+    build = show()
+    assert build.returncode == 0, build.stderr
+    assert "agent: build" in build.stdout
+    assert "- general: General-purpose agent" in build.stdout
+    assert "- explore:" not in build.stdout
+    plan = show("--agent", "plan")
+    assert plan.returncode == 0, plan.stderr
+    assert "agent: plan" in plan.stdout
+    assert "- explore:" in plan.stdout
+    unknown = show("--agent", "nobody")
+    assert unknown.returncode == 1
+    assert "unknown agent 'nobody'" in unknown.stderr

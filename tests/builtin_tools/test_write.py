@@ -31,6 +31,17 @@ def test_write_creates_a_file_with_parents(hookcode_env):
     assert result.metadata["filepath"] == str(target)
     assert result.metadata["exists"] is False
     assert result.metadata["diagnostics"] == {}
+    # the diff, as edit's: every line of a new file is an addition
+    assert "+x" in result.metadata["diff"]
+    assert "+y" in result.metadata["diff"]
+    assert "a/b/new.txt" in result.metadata["diff"]
+    filediff = result.metadata["filediff"]
+    assert (filediff["file"], filediff["before"], filediff["after"]) == (
+        str(target),
+        "",
+        "x\r\ny\n",
+    )
+    assert (filediff["additions"], filediff["deletions"]) == (2, 0)
 
 
 def test_write_empty_content(hookcode_env):
@@ -54,6 +65,11 @@ def test_overwrite_needs_a_read(hookcode_env):
     result = ok(invoke_tool(rt, "write", {"filePath": "f.txt", "content": "new\n"}, session_id=sid))
     assert path.read_text() == "new\n"
     assert result.metadata["exists"] is True
+    assert "-old" in result.metadata["diff"]
+    assert "+new" in result.metadata["diff"]
+    filediff = result.metadata["filediff"]
+    assert (filediff["before"], filediff["after"]) == ("old\n", "new\n")
+    assert (filediff["additions"], filediff["deletions"]) == (1, 1)
 
 
 def test_overwrite_modified_after_read(hookcode_env):

@@ -431,6 +431,49 @@ def test_unknown_keys_are_warnings_when_plugins_are_not_loaded(project: Project)
     assert config.model == "a/b"
 
 
+def test_sections_of_uninstalled_distributions_are_warnings_naming_them(project: Project) -> None:
+    """A section of one of hookcode's own distributions that is not installed (uninstalled,
+    its section kept) warns naming the section and the distribution; the rest still works."""
+    path = project.write(
+        project.worktree / "hookcode.toml",
+        'model = "a/b"\n[tool.bash]\nmax_timeout = 1000\n[audit]\nenabled = false\n'
+        '[mcp.github]\nurl = "http://x"\n[provider.anthropic]\ncache = true\n',
+    ).resolve()
+    config = project.load(CLAIMED, installed={"hookcode-core", "hookcode-tool-read"})
+    assert config.warnings == [
+        f"config key 'mcp.github' in {path} is not used: hookcode-mcp, whose plugin reads it, "
+        "is not installed (install it, or remove the section)",
+        f"config key 'provider.anthropic' in {path} is not used: hookcode-provider-anthropic, "
+        "whose plugin reads it, is not installed (install it, or remove the section)",
+    ]
+    assert config.model == "a/b"
+    # with nothing claiming them, bash's and audit's own sections warn too
+    config = project.load(installed={"hookcode-core"})
+    assert [w.split(" in ")[0] for w in config.warnings] == [
+        "config key 'tool.bash'",
+        "config key 'audit'",
+        "config key 'mcp.github'",
+        "config key 'provider.anthropic'",
+    ]
+    assert "hookcode-tool-bash, whose plugin reads it, is not installed" in config.warnings[0]
+    assert config.raw["tool"] == {"bash": {"max_timeout": 1000}}
+
+
+def test_a_section_nobody_would_own_stays_an_error_beside_an_uninstalled_one(
+    project: Project,
+) -> None:
+    path = project.write(
+        project.worktree / "hookcode.toml", "[tool.bash]\nmax_timeout = 1\n[tool.nope]\nx = 1\n"
+    ).resolve()
+    with pytest.raises(ConfigError) as info:
+        project.load(installed={"hookcode-core"})
+    assert str(info.value) == f"{path}: tool.nope: unknown key 'tool.nope'"
+    # installed but claiming nothing (not a hookcode distribution's section): an error
+    project.write(project.worktree / "hookcode.toml", "[tool.bash]\nmax_timeout = 1\n")
+    with pytest.raises(ConfigError, match="unknown key 'tool'"):
+        project.load(installed={"hookcode-core", "hookcode-tool-bash"})
+
+
 def test_warnings_name_the_file_of_each_section(project: Project) -> None:
     first = project.write(project.worktree / "hookcode.toml", "[mcp.github]\nurl = 1\n").resolve()
     second = project.write(project.cwd / "hookcode.toml", "[mcp.local]\ncmd = 2\n").resolve()

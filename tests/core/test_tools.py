@@ -4,6 +4,8 @@ type hints and docstrings, aliases, defaults, results, and lazy model building."
 from __future__ import annotations
 
 import asyncio
+import dataclasses
+import json
 from typing import Annotated, Any
 
 import pytest
@@ -289,6 +291,33 @@ def returns_int() -> int:
     return 42
 
 
+class Point(BaseModel):
+    x: int
+    label: str = "p"
+
+
+@dataclasses.dataclass
+class Pair:
+    left: int
+    right: list[str]
+
+
+@tool
+def returns_value(kind: str) -> Any:
+    """Return a value of the given kind."""
+    values: dict[str, Any] = {
+        "float": 1.5,
+        "bool": True,
+        "dict": {"a": 1, "b": [1, 2], "c": None},
+        "list": [1, "two", {"three": 3}],
+        "model": Point(x=3),
+        "dataclass": Pair(1, ["a"]),
+        "nested": {"points": [Point(x=1)], "pair": Pair(2, [])},
+        "object": object(),
+    }
+    return values[kind]
+
+
 def test_return_values(hookcode_env: Any) -> None:
     runtime = runtime_with(hookcode_env, returns_str, returns_result, returns_none, returns_int)
     assert invoke_tool(runtime, "returns_str").result.output == "plain"
@@ -297,10 +326,42 @@ def test_return_values(hookcode_env: Any) -> None:
     none = invoke_tool(runtime, "returns_none")
     assert none.error is None
     assert none.result.output == ""
-    bad = invoke_tool(runtime, "returns_int")
-    assert bad.result is None
-    assert "returns_int" in bad.error_text
-    assert "int" in bad.error_text
+    number = invoke_tool(runtime, "returns_int")
+    assert number.error is None
+    assert number.result.output == "42"
+
+
+@pytest.mark.parametrize(
+    ("kind", "output"),
+    [
+        ("float", "1.5"),
+        ("bool", "True"),
+        ("dict", '{"a":1,"b":[1,2],"c":null}'),
+        ("list", '[1,"two",{"three":3}]'),
+        ("model", '{"x":3,"label":"p"}'),
+        ("dataclass", '{"left":1,"right":["a"]}'),
+        ("nested", '{"points":[{"x":1,"label":"p"}],"pair":{"left":2,"right":[]}}'),
+    ],
+)
+def test_return_values_are_serialised(hookcode_env: Any, kind: str, output: str) -> None:
+    """Scalars become str, everything else JSON (as pydantic-ai and llm do)."""
+    outcome = invoke_tool(
+        runtime_with(hookcode_env, returns_value), "returns_value", {"kind": kind}
+    )
+    assert outcome.error is None
+    assert outcome.result.output == output
+    if kind not in ("float", "bool"):
+        assert json.loads(outcome.result.output) is not None
+
+
+def test_unserialisable_return_value_names_the_tool(hookcode_env: Any) -> None:
+    outcome = invoke_tool(
+        runtime_with(hookcode_env, returns_value), "returns_value", {"kind": "object"}
+    )
+    assert outcome.result is None
+    assert "returns_value" in outcome.error_text
+    assert "object" in outcome.error_text
+    assert "JSON" in outcome.error_text
 
 
 # ---------------------------------------------------------------------------------------------

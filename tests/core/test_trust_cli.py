@@ -6,18 +6,16 @@ real pseudo-terminal."""
 from __future__ import annotations
 
 import json
-import os
-import select
 import subprocess
 import threading
-import time
 from collections.abc import Iterator
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
 
 import pytest
-from helpers.fakedist import cli_command, run_cli
+from helpers import terminal
+from helpers.fakedist import run_cli
 from hookcode.testing import HookcodeEnv
 from hookcode.trust import TrustStore
 
@@ -265,46 +263,10 @@ def test_an_untrusted_project_cannot_redirect_the_users_key(
 def in_pty(
     args: list[str], env: dict[str, str], cwd: Path, answer: str | None, timeout: float = 90
 ) -> tuple[int, str]:
-    """Run ``hookcode ARGS`` with a real pseudo-terminal as stdin, stdout and stderr; type
-    ``answer`` when the trust prompt appears. Returns (exit code, everything printed)."""
-    master, slave = os.openpty()
-    proc = subprocess.Popen(
-        [*cli_command(), *args],
-        stdin=slave,
-        stdout=slave,
-        stderr=slave,
-        env={**env, "TERM": "dumb", "COLUMNS": "200"},
-        cwd=cwd,
-        start_new_session=True,
-    )
-    os.close(slave)
-    output = b""
-    answered = False
-    deadline = time.monotonic() + timeout
-    try:
-        while True:
-            if time.monotonic() > deadline:
-                proc.kill()
-                raise AssertionError(
-                    f"timed out; output so far:\n{output.decode(errors='replace')}"
-                )
-            ready, _, _ = select.select([master], [], [], 0.2)
-            if ready:
-                try:
-                    chunk = os.read(master, 65536)
-                except OSError:  # EIO: the child closed the terminal
-                    chunk = b""
-                if not chunk:
-                    break
-                output += chunk
-                if answer is not None and not answered and b"[y/N]" in output:
-                    os.write(master, answer.encode() + b"\n")
-                    answered = True
-            elif proc.poll() is not None:
-                break
-    finally:
-        os.close(master)
-    return proc.wait(timeout=30), output.decode(errors="replace").replace("\r\n", "\n")
+    """Run ``hookcode ARGS`` in a pseudo-terminal; type ``answer`` when the trust prompt
+    appears. Returns (exit code, everything printed)."""
+    replies = [("[y/N]", answer)] if answer is not None else []
+    return terminal.in_pty(args, env, cwd, replies, timeout=timeout)
 
 
 RUN = ["run", "--yes", "--model", "scripted/demo", "look around"]

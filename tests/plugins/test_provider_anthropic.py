@@ -875,6 +875,34 @@ def test_reasoning_is_kept_in_the_history_across_processes(
     second.close()
 
 
+def test_the_history_carries_the_arguments_as_the_model_sent_them(
+    hookcode_env: Any, fake: FakeAnthropic
+) -> None:
+    """read fills in ``offset`` and ``limit`` when it validates; the tool_use sent back (in the
+    same run, and from the store in the next one) is exactly the model's input."""
+    target = hookcode_env.project / "notes.txt"
+    target.write_text("alpha\n")
+    sent_input = {"filePath": str(target)}
+    fake.script(
+        "test-model",
+        reply(tool_use("toolu_R", "read", sent_input)),
+        reply(text("It says alpha.")),
+        reply(text("Still alpha.")),
+    )
+    rt = loop_runtime(hookcode_env, fake)
+    result = asyncio.run(run_session(rt, "read the notes", model="anthropic/test-model"))
+    assert result.error is None, result.error
+    [outcome] = result.outcomes
+    assert outcome.call.args["offset"] is None  # the tool and hooks saw the validated ones
+    session = rt.store.get_session(result.session_id)
+    again = asyncio.run(run_session(rt, "and now?", model="anthropic/test-model", session=session))
+    assert again.error is None, again.error
+    for body in fake.bodies()[1:]:
+        assistant = next(m for m in body["messages"] if m["role"] == "assistant")["content"]
+        [call] = [b for b in assistant if b["type"] == "tool_use"]
+        assert call["input"] == sent_input
+
+
 def test_run_session_cut_off_call_is_not_run(hookcode_env: Any, fake: FakeAnthropic) -> None:
     target = hookcode_env.project / "out.txt"
     fake.script(

@@ -28,6 +28,7 @@ from fake_openai import (
     tool_reply,
     usage_chunk,
 )
+from helpers.fakedist import run_cli
 from hookcode import hookimpl
 from hookcode.errors import ConfigError
 from hookcode.providers import (
@@ -543,6 +544,30 @@ def test_unreachable_server(env, fake):
     assert "attempts)" not in error.message  # no count of tries: the loop has its own
 
 
+def test_no_key_for_openais_own_api_fails_at_once_naming_where_it_comes_from(env):
+    """The built-in provider's default endpoint needs a key: without one nothing is sent
+    (so nothing is retried) and the error names the variable and ``hookcode auth login``."""
+    (error,) = collect(env.runtime().providers()["openai"], request("gpt-x"))
+    assert isinstance(error, StreamError) and not error.retryable
+    assert error.message == (
+        "no API key for provider 'openai': set OPENAI_API_KEY or run `hookcode auth login openai`"
+    )
+    # a configured provider pointing at OpenAI's API needs one too
+    env.write_config('[provider.mine]\nbase_url = "https://api.openai.com/v1/"\n')
+    (error,) = collect(env.runtime().providers()["mine"], request("gpt-x"))
+    assert error.message == (
+        "no API key for provider 'mine': set api_key_env in [provider.mine] or run "
+        "`hookcode auth login mine`"
+    )
+
+
+def test_hookcode_run_without_a_key_says_so_once_without_retrying(env):
+    proc = run_cli(["run", "--model", "openai/gpt-x", "hi"], env=env.env, cwd=env.project)
+    assert proc.returncode == 1
+    assert "OPENAI_API_KEY" in proc.stderr and "hookcode auth login openai" in proc.stderr
+    assert "retry" not in proc.stderr and "cannot reach" not in proc.stderr
+
+
 def test_a_provider_without_base_url_says_so(env):
     env.write_config('[provider.nowhere]\nmodels = ["x"]\n')
     (error,) = collect(env.runtime().providers()["nowhere"], request("x"))
@@ -904,6 +929,29 @@ def test_run_session_with_the_read_tool(env, fake):
     results = {m["tool_call_id"]: m["content"] for m in messages if m["role"] == "tool"}
     assert "the answer is 42" in results["call_r"]
     assert "not valid JSON" in results["call_bad"]  # the model is told what was wrong
+
+
+def test_the_history_carries_the_arguments_as_the_model_sent_them(env, fake):
+    """read fills in ``offset`` and ``limit`` when it validates; the call sent back (in the
+    same run, and from the store in the next one) has exactly the model's arguments."""
+    (env.project / "notes.txt").write_text("the answer is 42\n")
+    fake.script(
+        "m",
+        tool_reply([("call_r", "read", {"filePath": "notes.txt"})]),
+        text_reply("42."),
+        text_reply("Still 42."),
+    )
+    env.write_config(loop_config(fake))
+    rt = env.runtime()
+    result = asyncio.run(run_session(rt, "what is the answer?", model="local/m"))
+    assert result.error is None, result.error
+    session = rt.store.get_session(result.session_id)
+    again = asyncio.run(run_session(rt, "and now?", model="local/m", session=session))
+    assert again.error is None, again.error
+    for body in fake.bodies()[1:]:
+        assistant = next(m for m in body["messages"] if m["role"] == "assistant")
+        [sent] = assistant["tool_calls"]
+        assert json.loads(sent["function"]["arguments"]) == {"filePath": "notes.txt"}
 
 
 def test_run_session_moves_images_into_a_user_message(env, fake):

@@ -156,20 +156,8 @@ def apply_edit(
 
 def result_metadata(tx: EditTransaction) -> dict[str, Any]:
     """``diff`` (as asked), ``filediff`` and ``diagnostics`` of a transaction that wrote one
-    file."""
-    [change] = tx.changes
-    additions, deletions = change.stats
-    return {
-        "diff": tx.metadata["diff"],
-        "filediff": {
-            "file": str(change.path),
-            "before": change.before.text,
-            "after": change.after,
-            "additions": additions,
-            "deletions": deletions,
-        },
-        "diagnostics": {},
-    }
+    file (:meth:`hookcode.edits.EditTransaction.result_metadata`, which ``write`` uses too)."""
+    return tx.result_metadata()
 
 
 def _edit(tx: EditTransaction, path: Path, old: str, new: str, replace_all: bool) -> None:

@@ -14,7 +14,10 @@ An existing file keeps its mode, encoding (BOM included) and line-ending style: 
 written over a CRLF file is written with CRLF (the reference writes the content verbatim). A
 new file gets the content as given, parents created, the umask's default mode.
 
-``diagnostics`` is ``{}``: LSP diagnostics are added by the lsp plugin's after-hook.
+The result's metadata: ``filepath``, ``exists`` (whether the file was there before), and, as
+``edit``'s, ``diff`` (the diff that was asked; for a new file every line is an addition),
+``filediff`` (``before``, ``after``, ``additions``, ``deletions``) and ``diagnostics`` (``{}``:
+LSP diagnostics are added by the lsp plugin's after-hook).
 """
 
 from __future__ import annotations
@@ -71,7 +74,7 @@ async def write(
     return ToolResult(
         output=OUTPUT,
         title=ctx.relative(path),
-        metadata={"diagnostics": {}, "filepath": str(path), "exists": exists},
+        metadata={"filepath": str(path), "exists": exists, **tx.result_metadata()},
     )
 
 

@@ -12,7 +12,9 @@ from __future__ import annotations
 import sys
 from collections.abc import Sequence
 
-from hookcode.cli.app import build_app, parse_globals
+import typer.main
+
+from hookcode.cli.app import build_app, parse_globals, plain_help
 from hookcode.cli.state import fail, print_json
 from hookcode.errors import HookcodeError
 
@@ -25,7 +27,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     options = parse_globals(args)
     app = build_app(options)
     try:
-        app(args=args, prog_name="hookcode", standalone_mode=True)
+        # typer's own `app(...)` is get_command(app)(...): the same, with the help escaped
+        command = plain_help(typer.main.get_command(app))
+        command(args=args, prog_name="hookcode", standalone_mode=True)
     except HookcodeError as exc:  # one a command did not catch (the data directory, the store)
         print(f"hookcode: error: {exc}", file=sys.stderr)
         return 1

@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import os
+import re
 from pathlib import Path
+from typing import Any
 
 import typer
 
@@ -11,7 +13,40 @@ from hookcode.cli.state import CliState, GlobalOptions, fail
 from hookcode.errors import HookcodeError
 from hookcode.plugins import create_plugins
 
-__all__ = ["build_app", "parse_globals"]
+__all__ = ["build_app", "escape_markup", "parse_globals", "plain_help"]
+
+# rich's markup escape (``rich.markup.escape``) without importing rich: help texts are escaped
+# on every start, and importing rich.markup costs more than the whole start-up budget
+_MARKUP_TAG = re.compile(r"(\\*)(\[[a-z#/@][^[]*?])")
+
+
+def escape_markup(text: str) -> str:
+    """``text`` with everything rich would read as a markup tag (``[audit]``, ``[/etc]``)
+    escaped, so that it is shown as written."""
+    if "[" in text:  # most help texts have none: no regex for them
+        text = _MARKUP_TAG.sub(lambda m: f"{m[1]}{m[1]}\\{m[2]}", text)
+    if text.endswith("\\") and not text.endswith("\\\\"):
+        text += "\\"
+    return text
+
+
+def plain_help(command: Any) -> Any:
+    """Escape the help texts of ``command`` and all its sub-commands (core's and every
+    plugin's): they are plain text, but typer renders them as rich markup, where ``[audit]``
+    would vanish as an unknown style and ``[/x]`` would end the command with a MarkupError."""
+    stack = [command]
+    while stack:
+        cmd = stack.pop()
+        for attr in ("help", "short_help", "epilog"):
+            value = getattr(cmd, attr, None)
+            if isinstance(value, str):
+                setattr(cmd, attr, escape_markup(value))
+        for param in getattr(cmd, "params", ()):
+            value = getattr(param, "help", None)
+            if isinstance(value, str):
+                param.help = escape_markup(value)
+        stack.extend((getattr(cmd, "commands", None) or {}).values())
+    return command
 
 
 def parse_globals(args: list[str]) -> GlobalOptions:

@@ -30,12 +30,14 @@ def _table(title: str | None, columns: list[str], rows: list[list[str]]) -> None
         return
     from rich.console import Console
     from rich.table import Table
+    from rich.text import Text
 
     table = Table(title=title, show_lines=False, box=None, pad_edge=False)
     for column in columns:
         table.add_column(column, overflow="fold")
     for row in rows:
-        table.add_row(*row)
+        # cells hold plugins' and users' text (descriptions, errors, patterns): never markup
+        table.add_row(*(Text(cell) for cell in row))
     Console(soft_wrap=False).print(table)
 
 
@@ -119,22 +121,39 @@ def register(app: typer.Typer, state: CliState) -> None:
     def tools_show(
         name: str = typer.Argument(..., help="Tool name."),
         as_json: bool = typer.Option(False, "--json", help=JSON_HELP),
+        agent: str = typer.Option(
+            None, "--agent", help="Show what this agent is sent (default: the default agent)."
+        ),
     ) -> None:
-        """Show a tool's description and parameter schema."""
+        """Show a tool's description and parameter schema, as the agent's model is sent them."""
         rt = runtime()
         entry = rt.registry.get(name)
         if entry is None:
             names = ", ".join(sorted(rt.registry.entries)) or "none"
             raise fail(f"unknown tool '{name}'; available tools: {names}")
-        data = entry.to_dict(schema=True)
+        try:
+            spec = rt.agent(agent)
+            definition = rt.registry.definition(entry, spec.name)
+            offered = any(e is entry for e in rt.registry.available(spec.name))
+        except HookcodeError as exc:
+            raise fail(str(exc)) from None
+        data = entry.to_dict()
+        data["description"] = definition["description"]
+        data["parameters"] = definition["parameters"]
+        data["agent"] = spec.name
+        data["offered"] = offered
         if as_json:
             print_json(data)
             return
         typer.echo(f"{entry.name}  (plugin {entry.plugin}, {entry.distribution or '-'})")
         if entry.shadows:
             typer.echo("shadows: " + ", ".join(s.plugin for s in entry.shadows))
-        typer.echo(f"permission: {entry.permission}\n")
-        typer.echo(entry.tool.description.strip() + "\n")
+        typer.echo(f"permission: {entry.permission}")
+        if offered:
+            typer.echo(f"agent: {spec.name}\n")
+        else:
+            typer.echo(f"agent: {spec.name} (not offered: its rules deny {entry.permission!r})\n")
+        typer.echo(str(definition["description"]).strip() + "\n")
         typer.echo("parameters:")
         import json
 

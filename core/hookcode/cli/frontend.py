@@ -126,6 +126,7 @@ class TerminalFrontend:
     @hookimpl
     def question_prompt(self, request: Any) -> list[list[str]] | None:
         from rich.console import Console
+        from rich.markup import escape
         from rich.prompt import Prompt
 
         console = Console(stderr=True)
@@ -133,11 +134,13 @@ class TerminalFrontend:
         with _prompt_active():
             try:
                 for question in request.questions:
-                    console.print(
-                        f"\n[bold]{question.header or 'Question'}[/]: {question.question}"
-                    )
+                    # the model's words: escaped, never read as markup (`list[str]`, `[/x]`)
+                    header = escape(question.header or "Question")
+                    console.print(f"\n[bold]{header}[/]: {escape(question.question)}")
                     for i, option in enumerate(question.options, 1):
-                        console.print(f"  {i}. {option.label}  [dim]{option.description}[/]")
+                        console.print(
+                            f"  {i}. {escape(option.label)}  [dim]{escape(option.description)}[/]"
+                        )
                     raw = Prompt.ask(
                         "Answer (numbers separated by commas, or text)", console=console
                     )
@@ -302,7 +305,10 @@ class TextDisplay:
         if not self.running or _prompting.is_set():
             self._stop_spinner()
             return
-        text = "running " + ", ".join(self.running.values())
+        from rich.text import Text
+
+        # the tools' inputs: a Text, never read as markup (`cat [/etc/hosts]`)
+        text = Text("running " + ", ".join(self.running.values()))
         if self.status is None:
             self.status = self.console.status(text, spinner="dots")
             self.status.start()
@@ -517,10 +523,12 @@ def chat(
 
     source = stdin or sys.stdin
     interactive = source.isatty() and sys.stderr.isatty()
+    from rich.markup import escape
+
     console = Console(stderr=True, highlight=False)
     probe = SessionLoop(runtime, model=model, agent=agent, session=session, lock=False)
     console.print(
-        f"[bold]hookcode[/] · model {probe.model_id} · agent {probe.spec.name}"
+        f"[bold]hookcode[/] · model {escape(probe.model_id)} · agent {escape(probe.spec.name)}"
         + (f" · session {session.id}" if session else "")
     )
     if interactive:

@@ -29,9 +29,11 @@ from hookcode.config.models import (
     TruncationConfig,
 )
 from hookcode.config.tightening import Tightening, split_permission, untrusted_config_items
+from hookcode.config.validation import OWN_SECTIONS
 from hookcode.configfiles import Layer, config_paths, deep_merge
 
 __all__ = [
+    "OWN_SECTIONS",
     "Action",
     "AgentConfig",
     "Config",

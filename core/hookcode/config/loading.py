@@ -23,7 +23,8 @@ Core validates the keys it owns (:class:`CoreConfig`); plugins claim the other s
 through ``config_schema()`` -> ``{dotted pattern: model}``. A pattern has one segment
 (``audit``: the whole top-level value) or two (``tool.bash``, ``provider.*``: sub-tables of a
 top-level table; ``*`` matches one segment). A key nobody claims is an error naming the file
-that set it, or a warning when some plugin is not loaded (it may be that plugin's section).
+that set it, or a warning when some plugin is not loaded (it may be that plugin's section) or
+when it is the section of one of hookcode's own distributions that is not installed.
 
 The parts, by what each owns: :mod:`hookcode.configfiles` finds, reads and merges the files
 (light: it runs before plugins load); :mod:`hookcode.config.models` holds core's models;
@@ -36,7 +37,7 @@ names from :mod:`hookcode.config`.
 from __future__ import annotations
 
 import os
-from collections.abc import Mapping, Sequence
+from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -63,9 +64,11 @@ from hookcode.config.tightening import (
     untrusted_config_items,
 )
 from hookcode.config.validation import (
+    OWN_SECTIONS,
     Claims,
     Problem,
     check_sections,
+    missing_owner,
     possible_owners,
     raise_problems,
     section_paths,
@@ -95,6 +98,7 @@ if TYPE_CHECKING:
     from hookcode.plugin_manager import HookCaller
 
 __all__ = [
+    "OWN_SECTIONS",
     "Action",
     "AgentConfig",
     "Config",
@@ -234,11 +238,18 @@ def load_config(
     *,
     env: Mapping[str, str] = os.environ,
     unloaded_plugins: Sequence[str] = (),
+    installed: Collection[str] | None = None,
     trusted: bool = False,
 ) -> Config:
     """Read, merge and validate every layer. Raises :class:`ConfigError` naming the file and
     key of each problem (all problems at once). Unless ``trusted``, the project's own files
-    may only tighten (see the module's docstring)."""
+    may only tighten (see the module's docstring).
+
+    ``unloaded_plugins`` names the plugins installed but not loaded, ``installed`` the
+    distributions installed (None: not known): a section one of them may own, or one of
+    hookcode's own distributions that is not installed would own
+    (:data:`~hookcode.config.validation.OWN_SECTIONS`), is a warning naming it, not an
+    error."""
     claims = Claims.parse(claimed or {})
     candidates, layers = _read_layers(cwd, worktree, env)
     untrusted: list[str] = []
@@ -261,7 +272,7 @@ def load_config(
     except ValidationError as exc:
         problems += validation_problems(exc, CoreConfig, ())
 
-    sections, section_problems, unclaimed = check_sections(raw, claims, unloaded_plugins)
+    sections, section_problems, unclaimed = check_sections(raw, claims, unloaded_plugins, installed)
     problems += section_problems
     warnings: list[str] = []
     for path in unclaimed:
@@ -273,10 +284,24 @@ def load_config(
                 f" is not used by any loaded plugin (not loaded: {not_loaded})"
                 for section in section_paths(path, raw)
             ]
-        else:
-            names = claims.top_names() if len(path) == 1 else claims.sub_names(path[0])
-            hint = suggest(path[-1], names)
-            problems.append(Problem(path, f"unknown key {'.'.join(path)!r}{hint}"))
+            continue
+        unknown: list[KeyPath] = []
+        for section in section_paths(path, raw):
+            missing = missing_owner(section, installed) if installed is not None else None
+            if missing is None:
+                unknown.append(section)
+                continue
+            warnings.append(
+                f"config key {'.'.join(section)!r} in {source_for(section, provenance, fallback)}"
+                f" is not used: {missing}, whose plugin reads it, is not installed (install "
+                f"it, or remove the section)"
+            )
+        if len(unknown) == len(section_paths(path, raw)):
+            unknown = [path]  # nothing known in it: the key itself is unknown
+        for key in unknown:
+            names = claims.top_names() if len(key) == 1 else claims.sub_names(key[0])
+            hint = suggest(key[-1], names)
+            problems.append(Problem(key, f"unknown key {'.'.join(key)!r}{hint}"))
 
     if problems:
         raise_problems(problems, provenance, fallback)

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import difflib
 import types
-from collections.abc import Mapping, Sequence
+from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Annotated, Any, Union, get_args, get_origin
 
@@ -16,9 +16,11 @@ from hookcode.config.models import ACTION_TAG, CORE_KEYS, TABLE_TAG, KeyPath
 from hookcode.errors import ConfigError
 
 __all__ = [
+    "OWN_SECTIONS",
     "Claims",
     "Problem",
     "check_sections",
+    "missing_owner",
     "possible_owners",
     "raise_problems",
     "section_paths",
@@ -27,6 +29,23 @@ __all__ = [
     "unwrap",
     "validation_problems",
 ]
+
+
+#: the config sections of hookcode's own distributions (what each one's ``config_schema``
+#: claims, ``tests/test_workspace.py`` checks it), so that a section left behind when its
+#: distribution is uninstalled (or was never installed) is a warning naming what to install,
+#: not an unknown key
+OWN_SECTIONS: dict[str, str] = {
+    "audit": "hookcode-audit",
+    "cache": "hookcode-cache",
+    "hooks": "hookcode-shell-hooks",
+    "lsp": "hookcode-tool-lsp",
+    "mcp.*": "hookcode-mcp",
+    "provider.*": "hookcode-provider-openai",
+    "provider.anthropic": "hookcode-provider-anthropic",
+    "skills": "hookcode-tool-skill",
+    "tool.bash": "hookcode-tool-bash",
+}
 
 
 @dataclass
@@ -157,14 +176,26 @@ class Claims:
 
 
 def check_sections(
-    raw: Mapping[str, Any], claims: Claims, unloaded_plugins: Sequence[str] = ()
+    raw: Mapping[str, Any],
+    claims: Claims,
+    unloaded_plugins: Sequence[str] = (),
+    installed: Collection[str] | None = None,
 ) -> tuple[dict[str, BaseModel], list[Problem], list[KeyPath]]:
     """Validate every non-core key: (sections, problems, unclaimed key paths). A sub-table a
     wildcard claims (``provider.*``) that does not fit the wildcard's model is left unclaimed,
     with the not-loaded warning instead of an error, when a plugin that is not loaded is named
-    exactly after it (``provider_anthropic`` for ``[provider.anthropic]``): that plugin would
-    claim it literally."""
+    exactly after it (``provider_anthropic`` for ``[provider.anthropic]``), or when it is the
+    section of one of hookcode's own distributions that is not ``installed``: that plugin
+    would claim it literally."""
     owned_by_unloaded = {name.lower().replace("-", "_") for name in unloaded_plugins}
+
+    def owned_elsewhere(key: str, sub: str) -> bool:
+        if f"{key}_{sub}".lower() in owned_by_unloaded:
+            return True
+        return (
+            installed is not None and missing_owner((key, sub), installed, exact=True) is not None
+        )
+
     sections: dict[str, BaseModel] = {}
     problems: list[Problem] = []
     unclaimed: list[KeyPath] = []
@@ -187,7 +218,7 @@ def check_sections(
             patterns = claims.sub[key]
             for sub, subvalue in value.items():
                 model = patterns.get(sub)
-                if model is None and f"{key}_{sub}".lower() in owned_by_unloaded:
+                if model is None and owned_elsewhere(key, sub):
                     wildcard = patterns.get("*")
                     if wildcard is not None:
                         section, found = _validate(wildcard, subvalue, (key, sub))
@@ -263,3 +294,20 @@ def possible_owners(path: KeyPath, unloaded_plugins: Sequence[str]) -> list[str]
         if top in words or name.lower() == "_".join(p.lower() for p in path):
             owners.append(name)
     return owners
+
+
+def missing_owner(path: KeyPath, installed: Collection[str], *, exact: bool = False) -> str | None:
+    """The distribution of hookcode's own (:data:`OWN_SECTIONS`) that would claim the section
+    at ``path`` (``("tool", "bash")``, or a whole top-level table such as ``("audit",)``) and
+    is not among the ``installed`` distributions; None when there is none. With ``exact``, a
+    wildcard claim (``provider.*``) does not count."""
+    if len(path) > 2:
+        return None
+    patterns = [".".join(path)]
+    if len(path) == 2 and not exact:
+        patterns += [f"{path[0]}.*", str(path[0])]  # a wildcard's, or a whole table's
+    for pattern in patterns:
+        distribution = OWN_SECTIONS.get(pattern)
+        if distribution is not None:
+            return None if distribution in installed else distribution
+    return None

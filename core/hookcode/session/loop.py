@@ -483,8 +483,7 @@ class SessionLoop(SessionContext):
 
     def _apply(self, part: ToolPart, outcome: Outcome) -> None:
         """Mirror a finished call into the in-memory part (the pipeline stored it)."""
-        state = part.state
-        state.input = outcome.call.args
+        state = part.state  # its input stays as the model produced it (replayed as sent)
         part.tool = str(outcome.call.tool)
         state.time.end = time.time()
         if outcome.ok and outcome.result is not None:

@@ -4,7 +4,8 @@ httpx is imported inside :meth:`OpenAIProvider.stream`, never at import time. On
 reply: a failure is reported as retryable or not, with the wait the server asked for, and the
 agent loop retries. The API key is
 looked up when a request is made (environment variable, then ``hookcode auth login``); a
-provider with neither sends no Authorization header (Ollama, LM Studio, vLLM need none).
+request to OpenAI's own API without one fails at once naming both, while another server with
+neither gets no Authorization header (Ollama, LM Studio, vLLM need none).
 The key never appears in an error message.
 """
 
@@ -29,6 +30,8 @@ from hookcode_provider_openai.wire import (
 
 __all__ = ["OpenAIProvider", "ProviderSettings"]
 
+#: the host of OpenAI's own API (the built-in provider's default endpoint)
+OPENAI_HOST = "api.openai.com"
 #: at most this much of an error body is read
 ERROR_BODY_LIMIT = 64 * 1024
 
@@ -58,7 +61,14 @@ class ProviderSettings:
         # OpenAI's own API wants max_completion_tokens (its reasoning models reject
         # max_tokens); compatible servers know max_tokens
         host = urlsplit(self.base_url or "").hostname or ""
-        return "max_completion_tokens" if host == "api.openai.com" else "max_tokens"
+        return "max_completion_tokens" if host == OPENAI_HOST else "max_tokens"
+
+    @property
+    def key_required(self) -> bool:
+        """Whether a request needs an API key: OpenAI's own API does (without one a request
+        fails at once, naming where the key comes from); another server (Ollama, LM Studio,
+        vLLM, a proxy) may need none, so none is sent and the server decides."""
+        return (urlsplit(self.base_url or "").hostname or "") == OPENAI_HOST
 
 
 class OpenAIProvider:
@@ -122,13 +132,17 @@ class OpenAIProvider:
                 "(e.g. http://127.0.0.1:11434/v1)"
             )
             return
+        key = self._key()
+        if key is None and self.settings.key_required:
+            # not worth a request (nor the loop's retries): say where the key comes from
+            yield StreamError(f"no API key for provider '{self.id}': {self._auth_hint()}")
+            return
         try:
             import httpx
         except ImportError:  # pragma: no cover - httpx is a dependency
             yield StreamError("the OpenAI-compatible provider needs httpx: pip install httpx")
             return
 
-        key = self._key()
         secrets = [key] if key else []
         body = build_body(
             request.model,

@@ -44,6 +44,7 @@ OWN_SECTIONS: dict[str, str] = {
     "provider.*": "hookcode-provider-openai",
     "provider.anthropic": "hookcode-provider-anthropic",
     "skills": "hookcode-tool-skill",
+    "shell_hooks": "hookcode-shell-hooks",
     "tool.bash": "hookcode-tool-bash",
 }
 

@@ -292,7 +292,7 @@ def test_plugins_list(cli: Cli) -> None:
         fake["hooks"],
         fake["status"],
         fake["error"],
-    ) == ("hookcode-fakepack", "2.5", ["tool"], "loaded", None)
+    ) == ("hookcode-fakepack", "2.5", ["register_tools"], "loaded", None)
     assert infos["core"]["status"] == "loaded"
     assert infos["core"]["distribution"] == "hookcode-core"
 

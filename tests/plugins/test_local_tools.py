@@ -254,8 +254,8 @@ def test_a_local_tool_replaces_a_builtin_and_later_plugins(
 
     class LatePack:
         @hookimpl
-        def tool(self) -> list[Any]:
-            return [plugin_read]
+        def register_tools(self, register: Any) -> None:
+            register(plugin_read)
 
     hookcode_env.register(LatePack(), "late_pack")
     runtime = hookcode_env.runtime(cwd=project)

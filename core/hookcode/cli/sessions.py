@@ -22,6 +22,7 @@ __all__ = ["register", "session_export", "session_show"]
 class Format(StrEnum):
     text = "text"
     json = "json"
+    json_result = "json-result"
 
 
 def _pick_session(rt: Any, cont: bool, session_id: str | None) -> Any:
@@ -55,7 +56,9 @@ def register(app: typer.Typer, state: CliState) -> None:
     @app.command("run")
     def run(
         message: list[str] = typer.Argument(
-            None, help="What to ask the agent (default: read from stdin)."
+            None,
+            help="What to ask the agent. Text piped on stdin is added after it (or is the "
+            "message, when none is given).",
         ),
         model: str = typer.Option(
             None, "--model", "-m", help="provider/model, e.g. scripted/demo."
@@ -72,7 +75,10 @@ def register(app: typer.Typer, state: CliState) -> None:
             help="Never prompt: permission asks are refused (and the run exits 1).",
         ),
         fmt: Format = typer.Option(
-            Format.text, "--format", help="text, or json: one JSON object per event."
+            Format.text,
+            "--format",
+            help="text; json: one JSON object per line per event, the result last; "
+            "json-result: the result object alone (docs: reference/json-output.md).",
         ),
         as_json: bool = typer.Option(False, "--json", hidden=True, help="Same as --format json."),
         script: str = typer.Option(
@@ -92,12 +98,25 @@ def register(app: typer.Typer, state: CliState) -> None:
 
         if cont and session_id:
             raise typer.BadParameter("use --continue or --session, not both")
-        json_out = as_json or fmt == Format.json
+        fmt = Format.json if as_json else fmt
+        json_out = fmt != Format.text
         if script:
             os.environ["HOOKCODE_SCRIPT"] = os.path.abspath(script)
         text = " ".join(message or [])
-        if not message and not sys.stdin.isatty():
-            text = sys.stdin.read()
+        if not sys.stdin.isatty():
+            from hookcode.cli.piped import WAIT_ENV, compose, read_piped
+
+            try:
+                piped, gave_up = read_piped(sys.stdin, wait=bool(text.strip()))
+            except HookcodeError as exc:
+                _fail(json_out, str(exc))
+            if gave_up:
+                typer.echo(
+                    f"hookcode: nothing arrived on stdin; going on without it (pipe into the "
+                    f"command, redirect stdin from /dev/null, or set {WAIT_ENV} to wait longer)",
+                    err=True,
+                )
+            text = compose(text, piped)
         if not text.strip():
             _fail(json_out, "empty message: pass MESSAGE, or pipe it on stdin")
         try:
@@ -111,7 +130,7 @@ def register(app: typer.Typer, state: CliState) -> None:
                 model=model,
                 agent=agent,
                 session=session,
-                fmt="json" if json_out else "text",
+                fmt=fmt.value,
             )
         except HookcodeError as exc:
             _fail(json_out, str(exc))
@@ -244,21 +263,15 @@ def start_chat(
 
 
 def _fail(json_out: bool, message: str) -> NoReturn:
+    """End ``run`` with ``message``; in JSON output, after a ``result`` object carrying it."""
     if json_out:
-        import json
+        from hookcode.cli.frontend import json_line
+        from hookcode.session import RunResult
 
-        typer.echo(
-            json.dumps(
-                {
-                    "type": "result",
-                    "session_id": None,
-                    "text": "",
-                    "refused": [],
-                    "usage": {},
-                    "error": message,
-                }
-            )
-        )
+        result = RunResult(session_id="", error=message).to_dict()
+        result.update(session_id=None)
+        del result["type"]
+        typer.echo(json_line("result", result))
     raise fail(message)
 
 

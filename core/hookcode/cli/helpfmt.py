@@ -2,12 +2,15 @@
 ``--format [text|json|json-result]``, ``[MESSAGE]...``; a flag takes none. Typer would show the
 Python annotation (``<str>``, ``<bool>``, ``<list[str]>``), which means nothing to a person.
 
-:class:`HookcodeGroup` is the root command's class: before it runs it gives every parameter of
-every command (core's and the plugins') a metavar in this style, unless it declared one.
+:class:`HookcodeGroup` is the root command's class: before it runs it gives the parameters of
+the commands its arguments name (core's and the plugins') a metavar in this style, unless they
+declared one.
 """
 
 from __future__ import annotations
 
+import sys
+from collections.abc import Sequence
 from typing import Any
 
 import typer
@@ -46,9 +49,12 @@ def _metavar(param: TyperOption | TyperArgument) -> str:
 
 
 def tidy_params(command: Any, help_names: list[str]) -> None:
-    """Give ``command``'s parameters (its help option too, which click makes on first use),
-    and those of its subcommands, the help style above. ``help_names``: the help option's
-    names (the root's ``context_settings``; a command's own settings win)."""
+    """Give ``command``'s parameters (its help option too, which click makes on first use)
+    the help style above; once. ``help_names``: the help option's names (the root's
+    ``context_settings``; a command's own settings win)."""
+    if getattr(command, "_hookcode_tidied", False):
+        return
+    command._hookcode_tidied = True
     names = command.context_settings.get("help_option_names", help_names)
     help_option = command.get_help_option(typer.Context(command, help_option_names=names))
     for param in [*command.params, *([help_option] if help_option is not None else [])]:
@@ -60,17 +66,19 @@ def tidy_params(command: Any, help_names: list[str]) -> None:
             if param.metavar is None:
                 param.metavar = _metavar(param)
             param.__class__ = _Argument
-    for sub in getattr(command, "commands", {}).values():
-        tidy_params(sub, names)
 
 
 class HookcodeGroup(TyperGroup):
-    """The root command: tidies every command's parameters once, before it first runs."""
+    """The root command: before it runs, tidies its parameters and those of each command the
+    arguments name (the one whose help or usage may be shown), not the dozens of others."""
 
-    _tidied = False
-
-    def main(self, *args: Any, **kwargs: Any) -> Any:
-        if not self._tidied:
-            tidy_params(self, ["--help"])
-            self._tidied = True
-        return super().main(*args, **kwargs)
+    def main(self, args: Sequence[str] | None = None, *rest: Any, **kwargs: Any) -> Any:
+        names = self.context_settings.get("help_option_names", ["--help"])
+        tidy_params(self, names)
+        command: Any = self
+        for token in sys.argv[1:] if args is None else args:
+            sub = getattr(command, "commands", {}).get(token)
+            if sub is not None:
+                tidy_params(sub, names)
+                command = sub
+        return super().main(args, *rest, **kwargs)

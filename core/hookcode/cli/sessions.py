@@ -25,14 +25,34 @@ class Format(StrEnum):
     json_result = "json-result"
 
 
+def resolve_session(store: Any, ref: str) -> Any:
+    """The session ``ref`` names: its id, or a prefix of exactly one session's id. Raises
+    HookcodeError when none matches, or listing the candidates when several do."""
+    record = store.get_session(ref) if ref else None
+    if record is not None:
+        return record
+    found = store.sessions_by_prefix(ref, limit=_CANDIDATES + 1) if ref else []
+    if len(found) == 1:
+        return found[0]
+    if not found:
+        raise HookcodeError(f"no session '{ref}' (see `hookcode sessions list`)")
+    shown = [f"{r.id} ({r.title})" if r.title else r.id for r in found[:_CANDIDATES]]
+    more = ", ..." if len(found) > _CANDIDATES else ""
+    raise HookcodeError(
+        f"session id prefix '{ref}' is ambiguous: {', '.join(shown)}{more}; give more of the id"
+    )
+
+
+#: how many sessions an ambiguous prefix error names
+_CANDIDATES = 5
+
+
 def _pick_session(rt: Any, cont: bool, session_id: str | None) -> Any:
     """The session ``--continue`` / ``--session`` name (None: a new one). Resuming a session
     first cleans up after runs that died (a crash may have ended the one being resumed)."""
     record = None
     if session_id:
-        record = rt.store.get_session(session_id)
-        if record is None:
-            raise HookcodeError(f"no session '{session_id}' (see `hookcode sessions list`)")
+        record = resolve_session(rt.store, session_id)
     elif cont:
         record = rt.store.latest_session(str(rt.worktree))
         if record is None:
@@ -67,7 +87,13 @@ def register(app: typer.Typer, state: CliState) -> None:
         cont: bool = typer.Option(
             False, "--continue", "-c", help="Continue this project's most recent session."
         ),
-        session_id: str = typer.Option(None, "--session", "-s", help="Continue session ID."),
+        session_id: str = typer.Option(
+            None,
+            "--session",
+            "-s",
+            metavar="ID",
+            help="Continue session ID (a unique prefix of it is enough).",
+        ),
         yes: bool = typer.Option(False, "--yes", "-y", help="Approve permission asks."),
         non_interactive: bool = typer.Option(
             False,
@@ -143,7 +169,13 @@ def register(app: typer.Typer, state: CliState) -> None:
         cont: bool = typer.Option(
             False, "--continue", "-c", help="Continue this project's most recent session."
         ),
-        session_id: str = typer.Option(None, "--session", "-s", help="Continue session ID."),
+        session_id: str = typer.Option(
+            None,
+            "--session",
+            "-s",
+            metavar="ID",
+            help="Continue session ID (a unique prefix of it is enough).",
+        ),
         yes: bool = typer.Option(False, "--yes", "-y", help="Approve permission asks."),
         script: str = typer.Option(
             None, "--script", metavar="FILE", help="Script for the scripted provider."
@@ -170,20 +202,33 @@ def register(app: typer.Typer, state: CliState) -> None:
         except HookcodeError as exc:
             raise fail(str(exc)) from None
 
+    def resolve(rt: Any, ref: str) -> Any:
+        try:
+            return resolve_session(rt.store, ref)
+        except HookcodeError as exc:
+            raise fail(str(exc)) from None
+
     @sessions_app.command("list")
     def sessions_list(
         as_json: bool = typer.Option(False, "--json", help="Print JSON."),
         all_projects: bool = typer.Option(False, "--all", help="Sessions of every project."),
+        tool_calls: bool = typer.Option(
+            False,
+            "--tool-calls",
+            help="Also the sessions `hookcode tools call` made (marked [tools call]; JSON: "
+            '"origin").',
+        ),
     ) -> None:
         """This project's sessions, most recent first (--all: every project's)."""
         rt = runtime()
         project = None if all_projects else str(rt.worktree)
         redact = rt.secrets.redactor().redact  # titles stored before a secret was known
         if as_json:
-            rows = [redact(row) for row in rt.store.sessions_json(project)]
+            rows = rt.store.sessions_json(project, conversations=not tool_calls)
+            rows = [redact(row) for row in rows]
             sys.stdout.write("[\n  " + ",\n  ".join(rows) + "\n]\n" if rows else "[]\n")
             return
-        records = rt.store.list_sessions(project)
+        records = rt.store.list_sessions(project, conversations=not tool_calls)
         if not records:
             typer.echo("No sessions yet. Start one with `hookcode run MESSAGE`.")
             return
@@ -191,7 +236,8 @@ def register(app: typer.Typer, state: CliState) -> None:
         for r in records:
             when = time.strftime("%Y-%m-%d %H:%M", time.localtime(r.updated))
             child = f"  (child of {r.parent_id})" if r.parent_id else ""
-            extra = f"  [{r.project}]" if all_projects else ""
+            extra = f"  [{r.origin}]" if r.origin else ""
+            extra += f"  [{r.project}]" if all_projects else ""
             lines.append(
                 f"{r.id}  {when}  ${r.cost:<8.4f} {r.agent:<8} {r.model or '-':<24} "
                 f"{redact(r.title)}{child}{extra}"
@@ -203,9 +249,9 @@ def register(app: typer.Typer, state: CliState) -> None:
         session_id: str = typer.Argument(..., metavar="ID"),
         as_json: bool = typer.Option(False, "--json", help="Print JSON."),
     ) -> None:
-        """Show a session: its messages, text and tool calls."""
+        """Show a session: its messages, text and tool calls. ID: the id, or a unique prefix."""
         rt = runtime()
-        data = session_show(rt.store, session_id)
+        data = session_show(rt.store, resolve(rt, session_id).id)
         if data is None:
             raise fail(f"no session '{session_id}' (see `hookcode sessions list`)")
         data = rt.secrets.redact_value(data)  # stored before a secret was known, too
@@ -219,19 +265,19 @@ def register(app: typer.Typer, state: CliState) -> None:
     @sessions_app.command("export")
     def sessions_export(session_id: str = typer.Argument(..., metavar="ID")) -> None:
         """Print a session as JSON: everything stored (messages, parts, todos, children), with
-        every secret this runtime knows redacted."""
+        every secret this runtime knows redacted. ID: the id, or a unique prefix."""
         rt = runtime()
-        data = session_export(rt.store, session_id)
+        data = session_export(rt.store, resolve(rt, session_id).id)
         if data is None:
             raise fail(f"no session '{session_id}' (see `hookcode sessions list`)")
         print_json(rt.secrets.redact_value(data))  # stored before a secret was known, too
 
     @sessions_app.command("delete")
     def sessions_delete(session_id: str = typer.Argument(..., metavar="ID")) -> None:
-        """Delete a session with its messages, tool calls, approvals and child sessions."""
+        """Delete a session with its messages, tool calls, approvals and child sessions. ID:
+        the id, or a unique prefix."""
         rt = runtime()
-        if rt.store.get_session(session_id) is None:
-            raise fail(f"no session '{session_id}' (see `hookcode sessions list`)")
+        session_id = resolve(rt, session_id).id
         held = rt.store.session_lock(session_id)
         if held is not None:
             raise fail(f"session {session_id} is busy (pid {held[0]}); not deleted")

@@ -222,7 +222,7 @@ def emitted_events() -> dict[str, set[str]]:
                 continue
             kind, data = node.args[0].value, node.args[1] if len(node.args) > 1 else None
             assert isinstance(data, ast.Dict), f"{path}:{node.lineno}: emit a dict literal"
-            keys = {k.value for k in data.keys if isinstance(k, ast.Constant)}
+            keys = {str(k.value) for k in data.keys if isinstance(k, ast.Constant)}
             assert len(keys) == len(data.keys), f"{path}:{node.lineno}: literal keys only"
             events.setdefault(kind, set()).update(keys)
     return events

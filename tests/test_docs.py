@@ -117,6 +117,8 @@ def test_the_tutorial_produces_a_working_tool_pack(tmp_path):
     files, commands = tutorial_steps()
     assert {"pyproject.toml", "hookcode_pack_wordcount/__init__.py",
             "tests/test_wordcount.py"} <= set(files)
+    # hookcode-core brings the fixtures, not pytest: the reader installs it before the tests
+    assert commands.index("pip install pytest") < commands.index("python -m pytest tests")
     pack = tmp_path / "hookcode-pack-wordcount"
     for name, text in files.items():
         (pack / name).parent.mkdir(parents=True, exist_ok=True)

@@ -91,11 +91,23 @@ class ToolBlocked(ToolError):
 
 
 class InvalidArguments(ToolError):
-    """The arguments of a call did not validate against the tool's schema."""
+    """The arguments of a call did not validate against the tool's schema. ``str(error)`` is
+    what the model reads (how to fix its call); ``problem``, when given, is what was wrong,
+    for a person (``hookcode tools call``)."""
+
+    def __init__(self, message: str, *, problem: str | None = None):
+        super().__init__(message)
+        self.problem = problem
 
 
 class UnknownTool(ToolError):
-    """The model asked for a tool that is not available."""
+    """The model asked for a tool that is not available. ``name``: the name asked for;
+    ``available``: the tools the caller could have called."""
+
+    def __init__(self, message: str, *, name: str = "", available: tuple[str, ...] = ()):
+        super().__init__(message)
+        self.name = name
+        self.available = available
 
 
 class ToolTimeout(ToolError):

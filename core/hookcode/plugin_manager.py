@@ -282,8 +282,9 @@ class PluginsBase:
         from importlib.metadata import entry_points
 
         only = _env_list(env.get("HOOKCODE_LOAD_PLUGINS"))
+        source = "HOOKCODE_LOAD_PLUGINS"
         if only is None:
-            only = load
+            only, source = load, "[plugins] load"
         blocked = set(_env_list(env.get("HOOKCODE_BLOCK_PLUGINS")) or []) | set(block or [])
         seen: dict[str, str | None] = {}
         found = []
@@ -349,8 +350,22 @@ class PluginsBase:
                 self.warn(
                     f"trace: loaded plugin {ep.name!r} ({dist_name} {version}) in {ms:.1f} ms"
                 )
+        if only:
+            self._warn_not_installed(only, source, list(seen))
         if self.strict:
             self.raise_failures()
+
+    def _warn_not_installed(self, selected: list[str], source: str, installed: list[str]) -> None:
+        """A warning for each selected name that no installed entry point (nor a plugin
+        registered already, such as ``core``) has: a typo loads nothing, silently otherwise."""
+        for name in selected:
+            if name in installed or self.pm.get_plugin(name) is not None:
+                continue
+            import difflib
+
+            close = difflib.get_close_matches(name, installed, n=1)
+            hint = f" (did you mean {close[0]!r}?)" if close else " (see `hookcode plugins list`)"
+            self.warn(f"{source} names {name!r}, which is not installed{hint}")
 
     def raise_failures(self) -> None:
         failed = [i for i in self.infos.values() if i.status == "failed"]

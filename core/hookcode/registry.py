@@ -210,10 +210,12 @@ class Registry:
         ]
         if len(folded) == 1:
             return folded[0]
-        names = ", ".join(sorted(e.name for e in self.available(agent, session_id, model)))
-        names = names or "none"
+        available = tuple(sorted(e.name for e in self.available(agent, session_id, model)))
+        names = ", ".join(available) or "none"
         raise UnknownTool(
-            f"Model tried to call unavailable tool '{name}'. Available tools: {names}."
+            f"Model tried to call unavailable tool '{name}'. Available tools: {names}.",
+            name=str(name),
+            available=available,
         )
 
     def definitions(

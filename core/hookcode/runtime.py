@@ -544,7 +544,10 @@ class Runtime:
         agent: str | None = None,
         model: str | None = None,
         parent_id: str | None = None,
+        origin: str | None = None,
     ) -> SessionRecord:
+        """A new session; ``origin`` marks one that is not a conversation (``"tools call"``:
+        ``sessions list`` and ``--continue`` leave it out)."""
         title = self.secrets.redact(title)
         record = self.store.create_session(
             project=str(self.worktree),
@@ -554,6 +557,7 @@ class Runtime:
             model=model,
             parent_id=parent_id,
             id=new_id("ses"),
+            origin=origin,
         )
         self.events.publish(
             "session.created", session_id=record.id, title=title, parent_id=parent_id

@@ -40,6 +40,9 @@ if TYPE_CHECKING:
 MAX_TIMEOUT_MS = 2**31 - 1
 MAX_TIMEOUT_SECONDS = MAX_TIMEOUT_MS // 1000
 
+#: the sentence that ends what the model reads about arguments that did not validate
+REWRITE_HINT = "Please rewrite the input so it satisfies the expected schema."
+
 #: the permission of every tool that edits files (``Tool.edits_files``), unless it names its own
 EDIT_PERMISSION = "edit"
 
@@ -244,7 +247,9 @@ class Tool:
             from pydantic import ValidationError
 
             if isinstance(exc, ValidationError):
-                raise InvalidArguments(self.format_validation_error(exc)) from None
+                raise InvalidArguments(
+                    self.format_validation_error(exc), problem=_problems(exc)
+                ) from None
             raise
 
     def parse_arguments(self, args: Any) -> dict[str, Any]:
@@ -257,30 +262,31 @@ class Tool:
             try:
                 args = json.loads(text)
             except json.JSONDecodeError as exc:
+                problem = (
+                    f"the arguments are not valid JSON ({exc.msg} at line {exc.lineno} "
+                    f"column {exc.colno})"
+                )
                 raise InvalidArguments(
-                    f"The {self.name} tool was called with invalid arguments: the arguments are "
-                    f"not valid JSON ({exc.msg} at line {exc.lineno} column {exc.colno}).\n"
-                    "Please rewrite the input so it satisfies the expected schema."
+                    f"The {self.name} tool was called with invalid arguments: {problem}.\n"
+                    f"{REWRITE_HINT}",
+                    problem=problem,
                 ) from None
         if args is None:
             args = {}
         if not isinstance(args, dict):
+            problem = f"expected a JSON object, got {type(args).__name__}"
             raise InvalidArguments(
-                f"The {self.name} tool was called with invalid arguments: expected a JSON object, "
-                f"got {type(args).__name__}.\n"
-                "Please rewrite the input so it satisfies the expected schema."
+                f"The {self.name} tool was called with invalid arguments: {problem}.\n"
+                f"{REWRITE_HINT}",
+                problem=problem,
             )
         return args
 
     def format_validation_error(self, error: ValidationError) -> str:
         """The model-visible text for a validation failure (override to format your own)."""
-        problems = "; ".join(
-            f"{'.'.join(str(p) for p in e['loc']) or '(arguments)'}: {_error_message(e)}"
-            for e in error.errors()
-        )
         return (
-            f"The {self.name} tool was called with invalid arguments: {problems}.\n"
-            "Please rewrite the input so it satisfies the expected schema."
+            f"The {self.name} tool was called with invalid arguments: {_problems(error)}.\n"
+            f"{REWRITE_HINT}"
         )
 
     def dump(self, validated: BaseModel) -> dict[str, Any]:
@@ -521,6 +527,14 @@ def _clean_schema(schema: dict[str, Any]) -> dict[str, Any]:
     cleaned.setdefault("type", "object")
     cleaned.setdefault("properties", {})
     return cleaned
+
+
+def _problems(error: ValidationError) -> str:
+    """Each bad field with what is wrong with it: ``path: required argument is missing; ...``."""
+    return "; ".join(
+        f"{'.'.join(str(p) for p in e['loc']) or '(arguments)'}: {_error_message(e)}"
+        for e in error.errors()
+    )
 
 
 def _error_message(error: Any) -> str:

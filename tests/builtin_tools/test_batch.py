@@ -53,8 +53,8 @@ class Pack:
         self.after: list[str] = []
 
     @hookimpl
-    def tool(self):
-        return [nap, doze, boom, picture, github_search]
+    def register_tools(self, register):
+        register(nap, doze, boom, picture, github_search)
 
     @hookimpl
     def tool_execute_before(self, call, ctx):

@@ -29,8 +29,8 @@ class Pack:
         self.calls: list[tuple[str, str, str]] = []  # (tool, session, agent)
 
     @hookimpl
-    def tool(self):
-        return [wait]
+    def register_tools(self, register):
+        register(wait)
 
     @hookimpl
     def provider(self):
@@ -275,8 +275,8 @@ def spill() -> str:
 
 class Spiller:
     @hookimpl
-    def tool(self):
-        return [spill]
+    def register_tools(self, register):
+        register(spill)
 
 
 def test_a_cut_output_suggests_the_task_tool_while_the_agent_may_use_it(hookcode_env):

@@ -36,8 +36,8 @@ class Pack:
         self.model = model
 
     @hookimpl
-    def tool(self):
-        return [big, skill_tool]
+    def register_tools(self, register):
+        register(big, skill_tool)
 
     @hookimpl
     def provider(self):
@@ -113,8 +113,8 @@ def undeclared_skill(ctx: ToolContext, size: int) -> str:
 
 class Keepers(Pack):
     @hookimpl
-    def tool(self):
-        return [big, notes_tool, undeclared_skill]
+    def register_tools(self, register):
+        register(big, notes_tool, undeclared_skill)
 
 
 def test_the_declaration_not_the_name_keeps_an_output(hookcode_env):

@@ -552,8 +552,8 @@ def append_line(ctx: ToolContext, path: Annotated[str, "File"], line: str) -> st
 
 class SyncPack:
     @hookimpl
-    def tool(self) -> list[Any]:
-        return [append_line]
+    def register_tools(self, register: Any) -> None:
+        register(append_line)
 
 
 def test_a_sync_tool_uses_the_same_transaction(hookcode_env: Any) -> None:
@@ -591,8 +591,8 @@ def test_the_tool_pack_guides_example_works_as_written(hookcode_env: Any) -> Non
 
     class GuidePack:
         @hookimpl
-        def tool(self) -> list[Any]:
-            return [namespace["shout"]]
+        def register_tools(self, register: Any) -> None:
+            register(namespace["shout"])
 
     path = hookcode_env.project / "a.txt"
     path.write_text("    hello\n")

@@ -83,8 +83,8 @@ class Pack:
         self.model = model
 
     @hookimpl
-    def tool(self):
-        return [note, wait, boom, hang, big, skill_tool]
+    def register_tools(self, register):
+        register(note, wait, boom, hang, big, skill_tool)
 
     @hookimpl
     def provider(self):

@@ -472,8 +472,8 @@ class _Tools:
         self.tools = list(tools)
 
     @hookimpl
-    def tool(self) -> list[Tool]:
-        return self.tools
+    def register_tools(self, register: Any) -> None:
+        register(*self.tools)
 
 
 def test_legacy_switches_follow_the_tools_declarations(hookcode_env: Any) -> None:
@@ -563,8 +563,8 @@ def other(value: str = "") -> str:
 
 class ToolsPlugin:
     @hookimpl
-    def tool(self) -> list[Tool]:
-        return [plain, asker, other]
+    def register_tools(self, register: Any) -> None:
+        register(plain, asker, other)
 
 
 def make_runtime(hookcode_env: Any, config: str = "", *plugins: tuple[object, str]) -> Any:

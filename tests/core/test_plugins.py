@@ -22,7 +22,7 @@ from helpers.packs import (
     add_noisy_plugins,
     add_tool_pack,
 )
-from hookcode import Tool, hookimpl, tool
+from hookcode import hookimpl, tool
 from hookcode.errors import PluginError
 from hookcode.plugins import create_plugins
 
@@ -74,9 +74,13 @@ def test_failing_plugins_are_recorded_and_skipped_with_one_line_each(
         "loaded",
         "hookcode-fakepack",
         "2.5",
-        ["tool"],
+        ["register_tools"],
     )
-    names = [t.name for _, tools in plugins.collect("tool") for t in tools]
+    registered: list[Any] = []
+    plugins.collect(
+        "register_tools", register=lambda *tools: registered.extend(tools), runtime=None
+    )
+    names = [t.name for t in registered]
     assert {"touch_marker", "guarded"} <= set(names)
 
 
@@ -177,7 +181,11 @@ def test_empty_load_plugins_means_none(dists: FakeDists, hookcode_env: Any) -> N
     assert [i.name for i in plugins.loaded()] == ["core"]
     assert plugins.infos["tool_fake"].status == "disabled"
     assert plugins.infos["policy_rules"].status == "disabled"
-    assert plugins.collect("tool") == []
+    registered: list[Any] = []
+    plugins.collect(
+        "register_tools", register=lambda *tools: registered.extend(tools), runtime=None
+    )
+    assert registered == []
 
 
 def test_block_plugins(dists: FakeDists, hookcode_env: Any) -> None:
@@ -204,16 +212,16 @@ def test_trace_plugins(dists: FakeDists, hookcode_env: Any, value: str) -> None:
     ), lines
     err = plugins.stderr
     before = len(err.getvalue().splitlines())
-    plugins.collect("tool")
+    plugins.collect("register_tools", register=lambda *tools: None, runtime=None)
     after = err.getvalue().splitlines()[before:]
-    assert any("trace: hook tool -> tool_fake" in line for line in after), after
+    assert any("trace: hook register_tools -> tool_fake" in line for line in after), after
 
 
 @pytest.mark.parametrize("value", ["", "0", "false"])
 def test_trace_off(dists: FakeDists, hookcode_env: Any, value: str) -> None:
     add_tool_pack(dists)
     plugins, _ = load({**hookcode_env.env, "HOOKCODE_TRACE_PLUGINS": value})
-    plugins.collect("tool")
+    plugins.collect("register_tools", register=lambda *tools: None, runtime=None)
     assert not [line for line in plugins.stderr.getvalue().splitlines() if "trace:" in line]
 
 
@@ -252,8 +260,8 @@ def test_extra_plugins_register_after_entry_points(dists: FakeDists, hookcode_en
 
     class Extra:
         @hookimpl
-        def tool(self) -> list[Tool]:
-            return [late_clash]
+        def register_tools(self, register: Any) -> None:
+            register(late_clash)
 
     hookcode_env.register(Extra(), "extra")
     runtime = hookcode_env.runtime()
@@ -283,13 +291,13 @@ class Recorder:
         definition["description"] += " [recorded]"
 
     @hookimpl
-    def tool(self) -> list[Tool]:
+    def register_tools(self, register: Any) -> None:
         @tool
         def recorded() -> str:
             """A tool."""
             return "ok"
 
-        return [recorded]
+        register(recorded)
 
 
 class Raiser:
@@ -306,7 +314,7 @@ class Raiser:
         raise RuntimeError("raiser boom")
 
     @hookimpl
-    def tool(self) -> list[Tool]:
+    def register_tools(self, register: Any) -> None:
         raise RuntimeError("raiser boom")
 
     @hookimpl
@@ -324,7 +332,7 @@ def test_raising_lifecycle_hooks_are_skipped_and_named(
 
     # config (historic, called while the runtime is built)
     assert recorder.configs == [runtime.config]
-    # tool (registration) and tool_definition (lifecycle)
+    # register_tools (registration) and tool_definition (lifecycle)
     assert "recorded" in runtime.registry.entries
     definitions = {d["name"]: d for d in runtime.registry.definitions(runtime.default_agent)}
     assert definitions["recorded"]["description"] == "A tool. [recorded]"
@@ -335,7 +343,7 @@ def test_raising_lifecycle_hooks_are_skipped_and_named(
     assert "event todo.updated" in recorder.seen
 
     err = capsys.readouterr().err.splitlines()
-    for hook in ("config", "tool", "tool_definition", "agent", "event"):
+    for hook in ("config", "register_tools", "tool_definition", "agent", "event"):
         lines = [line for line in err if f"in hook '{hook}'" in line]
         assert lines, (hook, err)
         assert all("'raiser'" in line and "raiser boom" in line for line in lines), lines
@@ -434,7 +442,7 @@ def test_cli_raising_hooks_do_not_break_a_call(
     assert json.loads(proc.stdout)["error"] is None
     assert (hookcode_env.project / "m").exists()
     err = proc.stderr.splitlines()
-    for hook in ("config", "tool", "event"):
+    for hook in ("config", "register_tools", "event"):
         assert any("'noisy'" in line and f"'{hook}'" in line for line in err), (hook, err)
     assert not [line for line in err if "'recorder'" in line]
     seen = record.read_text().splitlines()
@@ -449,5 +457,5 @@ def test_cli_trace_plugins(site: dict[str, FakeDists], hookcode_env: Any) -> Non
     )
     assert proc.returncode == 0, proc.stderr
     assert "trace: loaded plugin 'tool_fake'" in proc.stderr
-    assert "trace: hook tool -> tool_fake" in proc.stderr
+    assert "trace: hook register_tools -> tool_fake" in proc.stderr
     assert "trace: hook tool_execute -> core" in proc.stderr

@@ -130,8 +130,8 @@ def test_decorating_a_tool_does_not_import_pydantic() -> None:
             return ""
 
         @hookimpl
-        def tool():
-            return [count]
+        def register_tools(register):
+            register(count)
 
         before = sorted(sys.modules)
         count.parameters  # the schema is built on first use, and only then

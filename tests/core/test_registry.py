@@ -22,8 +22,8 @@ class ToolsPlugin:
         self.tools = list(tools)
 
     @hookimpl
-    def tool(self) -> list[Tool]:
-        return self.tools
+    def register_tools(self, register: Any) -> None:
+        register(*self.tools)
 
 
 #: what the built-in tools of these names declare: they edit files (apply_patch by patches)
@@ -117,8 +117,8 @@ def test_runtime_register_new_tool_and_unregister(runtime: Any) -> None:
 def test_non_tool_returned_is_skipped(hookcode_env: Any, capsys: pytest.CaptureFixture) -> None:
     class Bad:
         @hookimpl
-        def tool(self) -> list[Any]:
-            return ["not a tool", make("good")]
+        def register_tools(self, register: Any) -> None:
+            register("not a tool", make("good"))
 
     hookcode_env.register(Bad(), "bad_plugin")
     runtime = hookcode_env.runtime()

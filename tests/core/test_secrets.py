@@ -398,8 +398,8 @@ def leaky(ctx: ToolContext, fail: bool = False, note: str = "") -> ToolResult:
 
 class LeakyPack:
     @hookimpl
-    def tool(self) -> list[Any]:
-        return [leaky]
+    def register_tools(self, register: Any) -> None:
+        register(leaky)
 
 
 class AfterHook:

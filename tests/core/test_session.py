@@ -36,8 +36,8 @@ class Pack:
         self.model = model
 
     @hookimpl
-    def tool(self):
-        return [note, guarded]
+    def register_tools(self, register):
+        register(note, guarded)
 
     @hookimpl
     def provider(self):

@@ -46,8 +46,8 @@ class Rec(ScriptedProvider):
 
 class Pack:
     @hookimpl
-    def tool(self):
-        return [slow]
+    def register_tools(self, register):
+        register(slow)
 
     @hookimpl
     def provider(self, credentials):

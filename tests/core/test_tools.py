@@ -28,8 +28,8 @@ class ToolsPlugin:
         self.tools = list(tools)
 
     @hookimpl
-    def tool(self) -> list[Tool]:
-        return self.tools
+    def register_tools(self, register: Any) -> None:
+        register(*self.tools)
 
 
 def runtime_with(hookcode_env: Any, *tools: Tool) -> Any:

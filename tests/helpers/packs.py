@@ -44,8 +44,8 @@ async def guarded(ctx: ToolContext, target: str, marker: str) -> str:
 
 
 @hookimpl
-def tool():
-    return [touch_marker, guarded]
+def register_tools(register):
+    register(touch_marker, guarded)
 '''
 
 
@@ -71,8 +71,8 @@ def clash() -> str:
 
 
 @hookimpl
-def tool():
-    return [clash]
+def register_tools(register):
+    register(clash)
 '''
 
 #: (distribution, entry point) of the packs that all register a tool named ``clash``, in the
@@ -157,8 +157,8 @@ def tool_definition(tool_id, definition):
 
 
 @hookimpl
-def tool():
-    raise RuntimeError("noisy boom in tool")
+def register_tools(register):
+    raise RuntimeError("noisy boom in register_tools")
 """
 
 RECORDER = """
@@ -186,7 +186,7 @@ def config(config):
 
 
 def add_noisy_plugins(dists: FakeDists) -> None:
-    """``noisy`` raises in every lifecycle hook it implements (and in ``tool``); ``recorder``
+    """``noisy`` raises in every lifecycle hook it implements (and in ``register_tools``); ``recorder``
     appends what it saw to ``$HKT_RECORD``. ``noisy`` registers later (its distribution sorts
     after), so pluggy calls it first: the recorder only runs if the failure was contained."""
     dists.add(

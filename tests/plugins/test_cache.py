@@ -169,8 +169,8 @@ def touch_file(ctx: ToolContext, name: str) -> str:
 
 class Writer:
     @hookimpl
-    def tool(self):
-        return [touch_file]
+    def register_tools(self, register):
+        register(touch_file)
 
 
 def test_directory_searches_are_dropped_when_another_tool_may_have_written(
@@ -308,8 +308,8 @@ sneaky_writer.calls = 0
 
 class Unknown:
     @hookimpl
-    def tool(self):
-        return [shout, sneaky_writer]
+    def register_tools(self, register):
+        register(shout, sneaky_writer)
 
 
 def test_unknown_tools_are_cached_with_a_warning_but_never_writers(hookcode_env, project, capsys):

@@ -254,8 +254,8 @@ def test_a_local_tool_replaces_a_builtin_and_later_plugins(
 
     class LatePack:
         @hookimpl
-        def tool(self) -> list[Any]:
-            return [plugin_read]
+        def register_tools(self, register: Any) -> None:
+            register(plugin_read)
 
     hookcode_env.register(LatePack(), "late_pack")
     runtime = hookcode_env.runtime(cwd=project)
@@ -312,3 +312,22 @@ def test_sync_and_async_tools_through_tools_call(hookcode_env: Any, project: Pat
     proc = run_cli(hookcode_env.env, project, "tools", "call", "kit_later", '{"n": "many"}')
     assert proc.returncode == 1
     assert "n" in proc.stderr and "kit_later" in proc.stderr
+
+
+def test_the_docs_page_example_works_as_shown(hookcode_env: Any, project: Path) -> None:
+    """docs/local-tools.md: its tool file, its permission rule, and the call with the output
+    the page shows."""
+    import re
+    import shlex
+
+    page = (Path(__file__).resolve().parents[2] / "docs" / "local-tools.md").read_text()
+    [(name, body)] = re.findall(r'```python title="([^"]+)"\n(.*?)```', page, flags=re.S)
+    [rules] = re.findall(r"```toml\n(.*?)```", page, flags=re.S)
+    [(call, output)] = re.findall(r"\$ (hookcode tools call .*)\n([^$`]*?)\n```", page)
+    write_tool(project / Path(name).parent, Path(name).name, body)
+    (project / "hookcode.toml").write_text(rules)
+    proc = run_cli(hookcode_env.env, project, *shlex.split(call)[1:])
+    assert (proc.returncode, proc.stdout) == (0, output + "\n"), proc.stderr
+    listed = run_cli(hookcode_env.env, project, "tools", "list", "--json")
+    [entry] = [t for t in json.loads(listed.stdout) if t["name"] == "bump"]
+    assert entry["plugin"] == "local_tools"

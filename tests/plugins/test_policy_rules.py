@@ -8,7 +8,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from hookcode import Tool, ToolContext, hookimpl, tool
+from hookcode import ToolContext, hookimpl, tool
 from hookcode.errors import HookcodeError, PermissionDenied, PermissionRejected
 from hookcode.testing import invoke_tool
 from hookcode_policy_rules import BUILTIN, base_rules, builtin_agents
@@ -230,8 +230,8 @@ async def touch_path(ctx: ToolContext, path: str) -> str:
 
 class Probe:
     @hookimpl
-    def tool(self) -> list[Tool]:
-        return [probe, touch_path]
+    def register_tools(self, register: Any) -> None:
+        register(probe, touch_path)
 
 
 @pytest.fixture

@@ -289,8 +289,8 @@ def test_permission_decision_ask_and_allow(hookcode_env: Any, hooks_dir: Path) -
 
     class Pack:
         @hookimpl
-        def tool(self) -> list[Any]:
-            return [guarded]
+        def register_tools(self, register: Any) -> None:
+            register(guarded)
 
     decide = script(
         hooks_dir,

@@ -9,6 +9,7 @@ from typing import Any
 
 import typer
 
+from hookcode.cli.helpfmt import HookcodeGroup
 from hookcode.cli.state import CliState, GlobalOptions, fail
 from hookcode.errors import HookcodeError
 from hookcode.plugins import create_plugins
@@ -72,12 +73,21 @@ def parse_globals(args: list[str]) -> GlobalOptions:
     return options
 
 
+def _print_version(value: bool) -> None:
+    if value:
+        from hookcode.version import __version__
+
+        typer.echo(f"hookcode {__version__}")
+        raise typer.Exit()
+
+
 def build_app(options: GlobalOptions) -> typer.Typer:
     app = typer.Typer(
         name="hookcode",
         help="hookcode: a plugin-first framework for AI coding agents.",
+        cls=HookcodeGroup,
         no_args_is_help=False,  # `hookcode` alone opens the chat
-        add_completion=False,
+        add_completion=True,  # --install-completion, --show-completion (typer's)
         pretty_exceptions_enable=False,
         context_settings={"help_option_names": ["-h", "--help"]},
     )
@@ -97,6 +107,14 @@ def build_app(options: GlobalOptions) -> typer.Typer:
         ),
         strict_plugins: bool = typer.Option(
             False, "--strict-plugins", help="Fail when any plugin fails to load."
+        ),
+        version: bool = typer.Option(
+            False,
+            "--version",
+            "-V",
+            is_eager=True,
+            callback=_print_version,
+            help="Print hookcode's version and exit.",
         ),
     ) -> None:
         """hookcode: a plugin-first framework for AI coding agents."""

@@ -46,26 +46,19 @@ def _first_line(text: str) -> str:
 
 
 def _print_outcome(
-    rt: Any, name: str, outcome: Any, session_id: str, *, as_json: bool, yes: bool
+    rt: Any, name: str, outcome: Any, session_id: str, *, agent: str, as_json: bool, yes: bool
 ) -> None:
-    """What ``tools call`` prints: the result (or JSON), or the error and why it was refused."""
+    """What ``tools call`` prints: the result (or JSON), or why it failed, said to a person."""
     if as_json:
         print_json(outcome.to_dict())
     elif outcome.ok:
         output = outcome.result.output
         typer.echo(output, nl=not output.endswith("\n"))
     else:
-        typer.echo(f"hookcode: {name}: {outcome.error_text}", err=True)
-        refused = [r for r in rt.refusals if r.session_id == session_id]
-        protected = any(r.metadata.get("protected") for r in refused)
-        if refused and (protected or not yes):
-            from hookcode.cli.frontend import approval_hint, has_terminal
+        from hookcode.cli.callerrors import failure_message
 
-            if not has_terminal(rt):
-                asked = "; ".join(f"{r.permission} {' '.join(r.patterns)}" for r in refused)
-                typer.echo(
-                    f"hookcode: nobody to approve {asked}: {approval_hint(protected)}", err=True
-                )
+        message = failure_message(rt, name, outcome, session_id, agent=agent, yes=yes)
+        typer.echo(f"hookcode: {message}", err=True)
 
 
 def register(app: typer.Typer, state: CliState) -> None:
@@ -178,7 +171,9 @@ def register(app: typer.Typer, state: CliState) -> None:
         rt = runtime(yes=yes, ask_trust=True)
         try:
             agent_name = rt.agent(agent).name
-            session = rt.create_session(title=f"tools call {name}", agent=agent_name)
+            session = rt.create_session(
+                title=f"tools call {name}", agent=agent_name, origin="tools call"
+            )
         except HookcodeError as exc:
             raise fail(str(exc)) from None
 
@@ -202,7 +197,9 @@ def register(app: typer.Typer, state: CliState) -> None:
 
         outcome = asyncio.run(call())
         with contextlib.suppress(OSError):  # a closed terminal (SIGHUP) takes no output
-            _print_outcome(rt, name, outcome, session.id, as_json=as_json, yes=yes)
+            _print_outcome(
+                rt, name, outcome, session.id, agent=agent_name, as_json=as_json, yes=yes
+            )
         raise typer.Exit(0 if outcome.ok else 1)
 
     # ------------------------------------------------------------------------------ plugins

@@ -24,7 +24,17 @@ if TYPE_CHECKING:
     from hookcode.session import RunResult
     from hookcode.store import SessionRecord
 
-__all__ = ["AutoApprove", "JsonDisplay", "TerminalFrontend", "TextDisplay", "chat", "run_cli"]
+__all__ = [
+    "JSON_SCHEMA",
+    "AutoApprove",
+    "JsonDisplay",
+    "ResultDisplay",
+    "TerminalFrontend",
+    "TextDisplay",
+    "chat",
+    "json_line",
+    "run_cli",
+]
 
 #: output held back while a prompt is on the terminal
 _prompt_lock = threading.Lock()
@@ -342,14 +352,28 @@ class TextDisplay:
         )
 
 
+#: the version of the objects ``hookcode run --format json`` / ``json-result`` prints (each
+#: carries it as ``"schema"``); raised when a field is removed or changes meaning, not when
+#: one is added. docs/reference/json-output.md lists every event type and its fields.
+JSON_SCHEMA = 1
+
+
+def json_line(kind: str, data: dict[str, Any]) -> str:
+    """One object of the JSON output: ``{"type": kind, "schema": JSON_SCHEMA, **data}``."""
+    return json.dumps(
+        {"type": kind, "schema": JSON_SCHEMA, **data}, default=str, ensure_ascii=False
+    )
+
+
 class JsonDisplay:
-    """One JSON object per line per event, ending with the ``result`` object."""
+    """``--format json``: one JSON object per line per event, ending with the ``result``
+    object."""
 
     def __init__(self, stdout: IO[str] | None = None) -> None:
         self.out = stdout or sys.stdout
 
     def event(self, kind: str, data: dict[str, Any]) -> None:
-        _write(self.out, json.dumps({"type": kind, **data}, default=str, ensure_ascii=False) + "\n")
+        _write(self.out, json_line(kind, data) + "\n")
 
     def close(self) -> None:
         pass
@@ -357,6 +381,15 @@ class JsonDisplay:
     def finish(self, result: RunResult | None) -> None:
         if result is not None:
             self.event("result", {k: v for k, v in result.to_dict().items() if k != "type"})
+
+
+class ResultDisplay(JsonDisplay):
+    """``--format json-result``: nothing while the run goes, then the ``result`` object alone
+    (as Claude Code's ``--output-format json``)."""
+
+    def event(self, kind: str, data: dict[str, Any]) -> None:
+        if kind == "result":
+            super().event(kind, data)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -487,7 +520,8 @@ def run_cli(
     fmt: str = "text",
 ) -> int:
     """``hookcode run``: stream the run with the chosen display; returns the exit code."""
-    display: Any = JsonDisplay() if fmt == "json" else TextDisplay()
+    displays = {"json": JsonDisplay, "json-result": ResultDisplay}
+    display: Any = displays.get(fmt, TextDisplay)()
     result = run_turn(runtime, text, display, model=model, agent=agent, session=session)
     with contextlib.suppress(OSError):  # the terminal may be gone (SIGHUP)
         display.finish(result)

@@ -22,6 +22,29 @@ __all__ = ["register", "session_export", "session_show"]
 class Format(StrEnum):
     text = "text"
     json = "json"
+    json_result = "json-result"
+
+
+def resolve_session(store: Any, ref: str) -> Any:
+    """The session ``ref`` names: its id, or a prefix of exactly one session's id. Raises
+    HookcodeError when none matches, or listing the candidates when several do."""
+    record = store.get_session(ref) if ref else None
+    if record is not None:
+        return record
+    found = store.sessions_by_prefix(ref, limit=_CANDIDATES + 1) if ref else []
+    if len(found) == 1:
+        return found[0]
+    if not found:
+        raise HookcodeError(f"no session '{ref}' (see `hookcode sessions list`)")
+    shown = [f"{r.id} ({r.title})" if r.title else r.id for r in found[:_CANDIDATES]]
+    more = ", ..." if len(found) > _CANDIDATES else ""
+    raise HookcodeError(
+        f"session id prefix '{ref}' is ambiguous: {', '.join(shown)}{more}; give more of the id"
+    )
+
+
+#: how many sessions an ambiguous prefix error names
+_CANDIDATES = 5
 
 
 def _pick_session(rt: Any, cont: bool, session_id: str | None) -> Any:
@@ -29,9 +52,7 @@ def _pick_session(rt: Any, cont: bool, session_id: str | None) -> Any:
     first cleans up after runs that died (a crash may have ended the one being resumed)."""
     record = None
     if session_id:
-        record = rt.store.get_session(session_id)
-        if record is None:
-            raise HookcodeError(f"no session '{session_id}' (see `hookcode sessions list`)")
+        record = resolve_session(rt.store, session_id)
     elif cont:
         record = rt.store.latest_session(str(rt.worktree))
         if record is None:
@@ -55,7 +76,9 @@ def register(app: typer.Typer, state: CliState) -> None:
     @app.command("run")
     def run(
         message: list[str] = typer.Argument(
-            None, help="What to ask the agent (default: read from stdin)."
+            None,
+            help="What to ask the agent. Text piped on stdin is added after it (or is the "
+            "message, when none is given).",
         ),
         model: str = typer.Option(
             None, "--model", "-m", help="provider/model, e.g. scripted/demo."
@@ -64,7 +87,13 @@ def register(app: typer.Typer, state: CliState) -> None:
         cont: bool = typer.Option(
             False, "--continue", "-c", help="Continue this project's most recent session."
         ),
-        session_id: str = typer.Option(None, "--session", "-s", help="Continue session ID."),
+        session_id: str = typer.Option(
+            None,
+            "--session",
+            "-s",
+            metavar="ID",
+            help="Continue session ID (a unique prefix of it is enough).",
+        ),
         yes: bool = typer.Option(False, "--yes", "-y", help="Approve permission asks."),
         non_interactive: bool = typer.Option(
             False,
@@ -72,7 +101,10 @@ def register(app: typer.Typer, state: CliState) -> None:
             help="Never prompt: permission asks are refused (and the run exits 1).",
         ),
         fmt: Format = typer.Option(
-            Format.text, "--format", help="text, or json: one JSON object per event."
+            Format.text,
+            "--format",
+            help="text; json: one JSON object per line per event, the result last; "
+            "json-result: the result object alone (docs: reference/json-output.md).",
         ),
         as_json: bool = typer.Option(False, "--json", hidden=True, help="Same as --format json."),
         script: str = typer.Option(
@@ -92,12 +124,25 @@ def register(app: typer.Typer, state: CliState) -> None:
 
         if cont and session_id:
             raise typer.BadParameter("use --continue or --session, not both")
-        json_out = as_json or fmt == Format.json
+        fmt = Format.json if as_json else fmt
+        json_out = fmt != Format.text
         if script:
             os.environ["HOOKCODE_SCRIPT"] = os.path.abspath(script)
         text = " ".join(message or [])
-        if not message and not sys.stdin.isatty():
-            text = sys.stdin.read()
+        if not sys.stdin.isatty():
+            from hookcode.cli.piped import WAIT_ENV, compose, read_piped
+
+            try:
+                piped, gave_up = read_piped(sys.stdin, wait=bool(text.strip()))
+            except HookcodeError as exc:
+                _fail(json_out, str(exc))
+            if gave_up:
+                typer.echo(
+                    f"hookcode: nothing arrived on stdin; going on without it (pipe into the "
+                    f"command, redirect stdin from /dev/null, or set {WAIT_ENV} to wait longer)",
+                    err=True,
+                )
+            text = compose(text, piped)
         if not text.strip():
             _fail(json_out, "empty message: pass MESSAGE, or pipe it on stdin")
         try:
@@ -111,7 +156,7 @@ def register(app: typer.Typer, state: CliState) -> None:
                 model=model,
                 agent=agent,
                 session=session,
-                fmt="json" if json_out else "text",
+                fmt=fmt.value,
             )
         except HookcodeError as exc:
             _fail(json_out, str(exc))
@@ -124,7 +169,13 @@ def register(app: typer.Typer, state: CliState) -> None:
         cont: bool = typer.Option(
             False, "--continue", "-c", help="Continue this project's most recent session."
         ),
-        session_id: str = typer.Option(None, "--session", "-s", help="Continue session ID."),
+        session_id: str = typer.Option(
+            None,
+            "--session",
+            "-s",
+            metavar="ID",
+            help="Continue session ID (a unique prefix of it is enough).",
+        ),
         yes: bool = typer.Option(False, "--yes", "-y", help="Approve permission asks."),
         script: str = typer.Option(
             None, "--script", metavar="FILE", help="Script for the scripted provider."
@@ -151,20 +202,33 @@ def register(app: typer.Typer, state: CliState) -> None:
         except HookcodeError as exc:
             raise fail(str(exc)) from None
 
+    def resolve(rt: Any, ref: str) -> Any:
+        try:
+            return resolve_session(rt.store, ref)
+        except HookcodeError as exc:
+            raise fail(str(exc)) from None
+
     @sessions_app.command("list")
     def sessions_list(
         as_json: bool = typer.Option(False, "--json", help="Print JSON."),
         all_projects: bool = typer.Option(False, "--all", help="Sessions of every project."),
+        tool_calls: bool = typer.Option(
+            False,
+            "--tool-calls",
+            help="Also the sessions `hookcode tools call` made (marked [tools call]; JSON: "
+            '"origin").',
+        ),
     ) -> None:
         """This project's sessions, most recent first (--all: every project's)."""
         rt = runtime()
         project = None if all_projects else str(rt.worktree)
         redact = rt.secrets.redactor().redact  # titles stored before a secret was known
         if as_json:
-            rows = [redact(row) for row in rt.store.sessions_json(project)]
+            rows = rt.store.sessions_json(project, conversations=not tool_calls)
+            rows = [redact(row) for row in rows]
             sys.stdout.write("[\n  " + ",\n  ".join(rows) + "\n]\n" if rows else "[]\n")
             return
-        records = rt.store.list_sessions(project)
+        records = rt.store.list_sessions(project, conversations=not tool_calls)
         if not records:
             typer.echo("No sessions yet. Start one with `hookcode run MESSAGE`.")
             return
@@ -172,7 +236,8 @@ def register(app: typer.Typer, state: CliState) -> None:
         for r in records:
             when = time.strftime("%Y-%m-%d %H:%M", time.localtime(r.updated))
             child = f"  (child of {r.parent_id})" if r.parent_id else ""
-            extra = f"  [{r.project}]" if all_projects else ""
+            extra = f"  [{r.origin}]" if r.origin else ""
+            extra += f"  [{r.project}]" if all_projects else ""
             lines.append(
                 f"{r.id}  {when}  ${r.cost:<8.4f} {r.agent:<8} {r.model or '-':<24} "
                 f"{redact(r.title)}{child}{extra}"
@@ -184,9 +249,9 @@ def register(app: typer.Typer, state: CliState) -> None:
         session_id: str = typer.Argument(..., metavar="ID"),
         as_json: bool = typer.Option(False, "--json", help="Print JSON."),
     ) -> None:
-        """Show a session: its messages, text and tool calls."""
+        """Show a session: its messages, text and tool calls. ID: the id, or a unique prefix."""
         rt = runtime()
-        data = session_show(rt.store, session_id)
+        data = session_show(rt.store, resolve(rt, session_id).id)
         if data is None:
             raise fail(f"no session '{session_id}' (see `hookcode sessions list`)")
         data = rt.secrets.redact_value(data)  # stored before a secret was known, too
@@ -200,19 +265,19 @@ def register(app: typer.Typer, state: CliState) -> None:
     @sessions_app.command("export")
     def sessions_export(session_id: str = typer.Argument(..., metavar="ID")) -> None:
         """Print a session as JSON: everything stored (messages, parts, todos, children), with
-        every secret this runtime knows redacted."""
+        every secret this runtime knows redacted. ID: the id, or a unique prefix."""
         rt = runtime()
-        data = session_export(rt.store, session_id)
+        data = session_export(rt.store, resolve(rt, session_id).id)
         if data is None:
             raise fail(f"no session '{session_id}' (see `hookcode sessions list`)")
         print_json(rt.secrets.redact_value(data))  # stored before a secret was known, too
 
     @sessions_app.command("delete")
     def sessions_delete(session_id: str = typer.Argument(..., metavar="ID")) -> None:
-        """Delete a session with its messages, tool calls, approvals and child sessions."""
+        """Delete a session with its messages, tool calls, approvals and child sessions. ID:
+        the id, or a unique prefix."""
         rt = runtime()
-        if rt.store.get_session(session_id) is None:
-            raise fail(f"no session '{session_id}' (see `hookcode sessions list`)")
+        session_id = resolve(rt, session_id).id
         held = rt.store.session_lock(session_id)
         if held is not None:
             raise fail(f"session {session_id} is busy (pid {held[0]}); not deleted")
@@ -244,21 +309,15 @@ def start_chat(
 
 
 def _fail(json_out: bool, message: str) -> NoReturn:
+    """End ``run`` with ``message``; in JSON output, after a ``result`` object carrying it."""
     if json_out:
-        import json
+        from hookcode.cli.frontend import json_line
+        from hookcode.session import RunResult
 
-        typer.echo(
-            json.dumps(
-                {
-                    "type": "result",
-                    "session_id": None,
-                    "text": "",
-                    "refused": [],
-                    "usage": {},
-                    "error": message,
-                }
-            )
-        )
+        result = RunResult(session_id="", error=message).to_dict()
+        result.update(session_id=None)
+        del result["type"]
+        typer.echo(json_line("result", result))
     raise fail(message)
 
 

@@ -33,10 +33,12 @@ class SessionRecord:
     tokens_reasoning: int = 0
     tokens_cache_read: int = 0
     tokens_cache_write: int = 0
+    #: what started a session that is not a conversation (``"tools call"``); None for one
+    origin: str | None = None
 
     def to_dict(self) -> dict[str, Any]:
-        """The public shape (``sessions list --json``)."""
-        return {
+        """The public shape (``sessions list --json``); ``origin`` only when there is one."""
+        data: dict[str, Any] = {
             "id": self.id,
             "title": self.title,
             "parent_id": self.parent_id,
@@ -46,6 +48,9 @@ class SessionRecord:
             "updated": self.updated,
             "cost": self.cost,
         }
+        if self.origin is not None:
+            data["origin"] = self.origin
+        return data
 
 
 class SessionBusy(StoreError):

@@ -124,4 +124,8 @@ MIGRATIONS: list[str] = [
         acquired    REAL NOT NULL
     );
     """,
+    # 3: what started a session that is not a conversation (``tools call``): NULL for one
+    """
+    ALTER TABLE sessions ADD COLUMN origin TEXT;
+    """,
 ]

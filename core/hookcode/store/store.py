@@ -53,7 +53,7 @@ __all__ = [
 
 _SESSION_FIELDS = (
     "id, project, directory, title, agent, model, parent_id, created, updated, "
-    "cost, tokens_in, tokens_out, tokens_reasoning, tokens_cache_read, tokens_cache_write"
+    "cost, tokens_in, tokens_out, tokens_reasoning, tokens_cache_read, tokens_cache_write, origin"
 )
 _UPDATABLE_SESSION_FIELDS = frozenset(
     {
@@ -100,6 +100,7 @@ class Store(MessageStore):
         model: str | None = None,
         parent_id: str | None = None,
         id: str | None = None,
+        origin: str | None = None,
     ) -> SessionRecord:
         now = time.time()
         record = SessionRecord(
@@ -112,6 +113,7 @@ class Store(MessageStore):
             parent_id=parent_id,
             created=now,
             updated=now,
+            origin=origin,
         )
         with self._write() as conn:
             conn.execute(
@@ -126,18 +128,26 @@ class Store(MessageStore):
         return SessionRecord(*rows[0]) if rows else None
 
     def list_sessions(
-        self, project: str | None = None, *, parent: bool | None = None, limit: int | None = None
+        self,
+        project: str | None = None,
+        *,
+        parent: bool | None = None,
+        limit: int | None = None,
+        conversations: bool = False,
     ) -> list[SessionRecord]:
         """Sessions, most recently updated first.
 
         ``project`` filters by project; ``parent=False`` keeps top-level sessions only,
-        ``parent=True`` child sessions only.
+        ``parent=True`` child sessions only; ``conversations`` leaves out the sessions with an
+        ``origin`` (``tools call``).
         """
         where: list[str] = []
         params: list[Any] = []
         if project is not None:
             where.append("project = ?")
             params.append(project)
+        if conversations:
+            where.append("origin IS NULL")
         if parent is True:
             where.append("parent_id IS NOT NULL")
         elif parent is False:
@@ -253,25 +263,45 @@ class Store(MessageStore):
         with self._write() as conn:
             conn.execute(f"UPDATE sessions SET {', '.join(sets)} WHERE id = ?", (*values, id))
 
-    def sessions_json(self, project: str | None = None) -> list[str]:
+    def sessions_json(
+        self, project: str | None = None, *, conversations: bool = False
+    ) -> list[str]:
         """``sessions list --json`` objects as JSON texts, most recently updated first (built
-        by SQLite: fast for many sessions)."""
+        by SQLite: fast for many sessions); as :meth:`SessionRecord.to_dict`, ``origin``
+        only when there is one. ``conversations``: as in :meth:`list_sessions`."""
         sql = (
-            "SELECT json_object('id', id, 'title', title, 'parent_id', parent_id, 'agent', "
-            "agent, 'model', model, 'created', created, 'updated', updated, 'cost', cost) "
+            "SELECT json_patch(json_object('id', id, 'title', title, 'parent_id', parent_id, "
+            "'agent', agent, 'model', model, 'created', created, 'updated', updated, 'cost', "
+            "cost), CASE WHEN origin IS NULL THEN '{}' ELSE json_object('origin', origin) END) "
             "FROM sessions"
         )
+        where: list[str] = []
         params: list[Any] = []
         if project is not None:
-            sql += " WHERE project = ?"
+            where.append("project = ?")
             params.append(project)
+        if conversations:
+            where.append("origin IS NULL")
+        if where:
+            sql += " WHERE " + " AND ".join(where)
         sql += " ORDER BY updated DESC, id DESC"
         return [row[0] for row in self._query(sql, params)]
 
     def latest_session(self, project: str, *, top_level: bool = True) -> SessionRecord | None:
-        """The project's most recently updated (top-level) session."""
-        found = self.list_sessions(project, parent=False if top_level else None, limit=1)
+        """The project's most recently updated (top-level) conversation (``--continue``)."""
+        found = self.list_sessions(
+            project, parent=False if top_level else None, limit=1, conversations=True
+        )
         return found[0] if found else None
+
+    def sessions_by_prefix(self, prefix: str, *, limit: int = 10) -> list[SessionRecord]:
+        """The sessions whose id starts with ``prefix`` (case matters; at most ``limit``), in
+        id order."""
+        rows = self._query(
+            f"SELECT {_SESSION_FIELDS} FROM sessions WHERE id >= ? AND id < ? ORDER BY id LIMIT ?",
+            (prefix, prefix + "\U0010ffff", limit),
+        )
+        return [SessionRecord(*row) for row in rows]
 
     def children(self, id: str) -> list[SessionRecord]:
         rows = self._query(

@@ -13,6 +13,9 @@ dynamic client registration), ``--client ID:SECRET`` (a pre-registered client wi
 (every authorization is refused with ``access_denied``), ``--sse`` (the older HTTP+SSE
 transport on ``/sse``).
 
+``POST /test/expire`` ends the life of every access token issued so far (the tests decide
+when a token expires, not a clock).
+
 Tools: ``add``; ``whoami`` (the client id and scopes of the token that called it); ``stats``
 (how many registrations, authorizations, code exchanges and refreshes the server saw).
 """
@@ -42,6 +45,8 @@ from mcp.server.auth.settings import AuthSettings, ClientRegistrationOptions, Re
 from mcp.server.mcpserver import Context, MCPServer
 from mcp.shared.auth import OAuthClientInformationFull, OAuthToken
 from pydantic import AnyUrl
+from starlette.requests import Request
+from starlette.responses import Response
 
 SCOPES = ["read", "write"]
 
@@ -131,6 +136,12 @@ class Provider(OAuthAuthorizationServerProvider[AuthorizationCode, RefreshToken,
             return None
         return found
 
+    def expire_all(self) -> None:
+        """Every access token issued so far is expired from now on."""
+        past = int(time.time()) - 1
+        for key, token in list(self.access.items()):
+            self.access[key] = token.model_copy(update={"expires_at": past})
+
     async def revoke_token(self, token: AccessToken | RefreshToken) -> None:
         self.access.pop(token.token, None)
         self.refresh.pop(token.token, None)
@@ -206,6 +217,11 @@ def main() -> None:
         if token is None:
             return json.dumps(None)
         return json.dumps({"client_id": token.client_id, "scopes": token.scopes})
+
+    @server.custom_route("/test/expire", methods=["POST"])
+    async def expire(request: Request) -> Response:
+        provider.expire_all()
+        return Response(status_code=204)
 
     @server.tool()
     def stats() -> str:

@@ -349,3 +349,25 @@ def test_a_tool_list_refresh_running_at_exit_is_cancelled_quietly(
             os.kill(pid, signal.SIGCONT)
     assert not server._refreshes and server.status == "closed"
     assert "re-listing tools failed" not in capsys.readouterr().err
+
+
+def test_text_blobs_are_decoded_with_their_charset() -> None:
+    """A blob's text is decoded with the charset its MIME type names (UTF-8 by default); an
+    undecodable one, or a binary type, is named instead."""
+    from hookcode_mcp._content import resource_parts
+    from mcp.types import BlobResourceContents
+
+    def blob(data: bytes, mime: str) -> Any:
+        encoded = base64.b64encode(data).decode()
+        return BlobResourceContents(uri="file:///x", mime_type=mime, blob=encoded)
+
+    assert resource_parts(blob("café".encode(), "text/plain")) == (["café"], [])
+    assert resource_parts(blob("café".encode("latin-1"), "text/csv; charset=ISO-8859-1")) == (
+        ["café"],
+        [],
+    )
+    assert resource_parts(blob(b'{"a": 1}', "application/json")) == (['{"a": 1}'], [])
+    [omitted], [] = resource_parts(blob(b"\xff\xfe\xfa", "text/plain"))  # not UTF-8
+    assert omitted == "[Binary MCP resource omitted: file:///x (text/plain, 3 bytes)]"
+    [omitted], [] = resource_parts(blob(b"\x00\x01", "application/octet-stream"))
+    assert omitted.startswith("[Binary MCP resource omitted: file:///x")

@@ -322,7 +322,7 @@ class Server:
                 stack,
                 self.timeout,
                 on_transport,
-                lambda why: self._session_gone(generation, why),
+                lambda why, refused: self._session_gone(generation, why, refused),
             )
         read = await self._watch_end(stack, read)
         from hookcode import __version__
@@ -369,11 +369,12 @@ class Server:
             message += f"; stderr: {tail}"
         self._lose(generation, f"connection lost: {message}")
 
-    def _session_gone(self, generation: int, why: str) -> None:
+    def _session_gone(self, generation: int, why: str, refused: bool) -> None:
         """The streamable-HTTP server no longer knows this run's session (it restarted, or
-        dropped it): the run ends, and the next call (or the one that found out, once more)
-        starts a new session."""
-        if self._lose(generation, f"session expired: the server no longer knows it ({why})"):
+        dropped it): the run ends, and the next call starts a new session; ``refused``: the
+        server said so to a request of ours, which :meth:`_request` then makes once more."""
+        lost = self._lose(generation, f"session expired: the server no longer knows it ({why})")
+        if refused and (lost or generation == self._generation):
             self._expired = generation
 
     def _lose(self, generation: int, cause: str) -> bool:

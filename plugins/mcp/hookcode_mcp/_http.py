@@ -6,8 +6,9 @@ specification: "the client MUST start a new session") or, as many servers do (th
 ``server-everything`` among them), 400 "No valid session ID provided". The SDK turns that
 answer into a JSON-RPC error of the request and keeps the transport up, so the status is read
 here, on the HTTP responses (an httpx response hook): :func:`session_gone` tells the server,
-which starts a new session (initialize, tools/list) and repeats the call once: a request the
-server answered that way never ran.
+which starts a new session (initialize, tools/list) and repeats a call the server refused that
+way once (it never ran). Seen on the event stream (GET) instead, it marks the server lost at
+once: the next call starts the new session.
 """
 
 from __future__ import annotations
@@ -59,12 +60,13 @@ async def connect_remote(
     stack: contextlib.AsyncExitStack,
     timeout: float,
     on_transport: Callable[[str], None],
-    on_gone: Callable[[str], None],
+    on_gone: Callable[[str, bool], None],
 ) -> tuple[Any, Any]:
     """Streamable HTTP; when that fails (other than unauthorised), SSE. Returns the message
     streams; ``on_transport(name)`` is told the transport tried once the probe chose it, and
-    ``on_gone(why)`` (on the MCP loop) when the server no longer knows the streamable-HTTP
-    session."""
+    ``on_gone(why, refused)`` (on the MCP loop) when the server no longer knows the
+    streamable-HTTP session: ``refused`` when it said so to a request we sent (a POST, which it
+    did not run), not to the event stream's GET."""
     from mcp.client.sse import sse_client
     from mcp.client.streamable_http import streamable_http_client
     from mcp.shared._httpx_utils import create_mcp_http_client
@@ -89,7 +91,7 @@ async def connect_remote(
         async def watch(response: Any) -> None:
             why = await session_gone(response)
             if why is not None:
-                on_gone(why)
+                on_gone(why, response.request.method == "POST")
 
         http.event_hooks["response"] = [*http.event_hooks["response"], watch]
         on_transport("streamable-http")

@@ -269,6 +269,20 @@ def test_a_restarted_http_server_gets_a_new_session_and_the_call_is_made_again(
     )
     assert runtime.registry.get(TASK_TOOL) is None  # still not offered after the re-list
 
+    # restarted while idle: the status (a ping) finds the session gone, never "connected"
+    http_server.stop()
+    http_server.start()
+    [status] = hookcode_mcp.status(runtime)
+    assert status["status"] == "failed", status
+    assert status["error"] == (
+        "session expired: the server no longer knows it "
+        "(HTTP 400: Bad Request: No valid session ID provided)"
+    )
+    outcome = invoke_tool(runtime, "every_echo", {"message": "four"})
+    assert outcome.ok and outcome.result.output == "Echo: four", outcome.error_text
+    [status] = hookcode_mcp.status(runtime)
+    assert (status["status"], status["restarts"]) == ("connected", 2)
+
 
 def test_a_session_the_server_does_not_know_is_recognised(http_server: HttpServer) -> None:
     """What the real server answers to a request with a session id it never issued, as
@@ -301,8 +315,12 @@ def test_a_call_to_a_stopped_http_server_says_so_and_list_does_not_say_connected
     runtime = hookcode_env.runtime()
     assert invoke_tool(runtime, "every_echo", {"message": "one"}).ok
     http_server.stop()
+    [status] = hookcode_mcp.status(runtime)  # its ping finds nobody
+    assert status["status"] == "failed", status
+    assert status["error"].startswith("connection lost: the server does not answer"), status
     lost = invoke_tool(runtime, "every_echo", {"message": "two"})
     assert not lost.ok and "MCP server 'every'" in lost.error_text
+    assert "restarting it failed" in lost.error_text, lost.error_text
     [status] = hookcode_mcp.status(runtime)
     assert status["status"] == "failed", status
 

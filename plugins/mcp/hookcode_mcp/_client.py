@@ -69,6 +69,8 @@ STDERR_LINES = 5
 #: (a server that crashes on every start must not be started on every call)
 RESTART_LIMIT = 3
 RESTART_WINDOW = 60.0
+#: seconds a status check waits for a streamable-HTTP server's ping
+CHECK_TIMEOUT = 5.0
 
 
 # ---------------------------------------------------------------------------------------------
@@ -462,17 +464,6 @@ class Server:
                 break
         return [McpTool(self, remote) for remote in found]
 
-    async def _call(self, name: str, args: dict[str, Any]) -> Any:
-        """tools/call (on a server started again first if it had lost its connection); a
-        call the server refused because it no longer knew the session is made once more in
-        a new session (it never ran)."""
-        return await self._request(
-            name,
-            lambda session, on_progress: session.call_tool(
-                name, args, progress_callback=on_progress
-            ),
-        )
-
     async def _request(self, what: str, send: Callable[[Any, Any], Any]) -> Any:
         """``send(session, on_progress)`` on the current session, started again first if it
         was lost; repeated once in a new session when the server said it did not know the
@@ -640,6 +631,21 @@ class Server:
         if self.status in ("connected", "pending"):
             self.status = "closed"
 
+    async def check(self) -> None:
+        """Ping a connected streamable-HTTP server (nothing streams from it between calls):
+        one that forgot the session says so (marked lost by the response hook, see
+        :mod:`hookcode_mcp._http`), one that does not answer at all is marked lost; the next
+        call starts it again. A slow answer changes nothing."""
+        session, generation = self.session, self._generation
+        if session is None or self.status != "connected" or self.transport != "streamable-http":
+            return
+        try:
+            await asyncio.wait_for(session.send_ping(), min(self.timeout, CHECK_TIMEOUT))
+        except TimeoutError:
+            return
+        except Exception as exc:
+            self._lose(generation, f"connection lost: the server does not answer ({describe(exc)})")
+
     # -- from any thread ----------------------------------------------------------------------
     def before_call(self) -> None:
         """Bring the registry up to date with re-listed tools, when called from the runtime's
@@ -648,14 +654,16 @@ class Server:
             self.manager.apply_pending()
 
     async def call(self, name: str, args: dict[str, Any]) -> Any:
-        """Call a tool from the caller's event loop (the session lives on the MCP loop)."""
-        future = _LOOP.submit(self._call(name, args))
-        try:
-            return await asyncio.wrap_future(future)
-        except ToolError:
-            raise
-        except Exception as exc:
-            raise ToolError(self._failure(name, exc)) from exc
+        """``tools/call`` from the caller's event loop (the session lives on the MCP loop), on
+        a server started again first if it had lost its connection; a call the server refused
+        because it no longer knew the session is made once more in a new session (it never
+        ran)."""
+        return await self.request(
+            name,
+            lambda session, on_progress: session.call_tool(
+                name, args, progress_callback=on_progress
+            ),
+        )
 
     async def request(self, what: str, send: Callable[[Any, Any], Any]) -> Any:
         """Any request from the caller's event loop: ``send(session, on_progress)`` returns
@@ -798,7 +806,14 @@ class Manager:
         ]
 
     def status(self, *, catalog: bool = False) -> list[dict[str, Any]]:
+        """Each server's state (:meth:`Server.to_dict`); a connected streamable-HTTP server is
+        pinged first, so a dead session is never reported connected."""
         self.start()
+        if not _LOOP.in_loop() and not self.closed:
+            checks = [_LOOP.submit(s.check()) for s in self.servers.values() if s.session]
+            for future in checks:
+                with contextlib.suppress(Exception):
+                    future.result(CHECK_TIMEOUT + 5.0)
         out = [server.to_dict() for server in self.servers.values()]
         if catalog:
             from hookcode_mcp._catalog import describe_catalog

@@ -272,6 +272,25 @@ def chat_message(message: UserMessage, session: SessionRecord, runtime: Host) ->
     ...
 
 
+@hookspec(firstresult=True)
+def chat_command(name: str, arguments: str, runtime: Host) -> str | None:
+    """A slash command typed in the chat (``/name arguments``) that the chat's own commands
+    (``/new``, ``/compact``...) do not know; the MCP plugin runs ``/server:prompt`` this way.
+
+    Args:
+        name: the command without its slash (``git:commit``).
+        arguments: the rest of the line, stripped.
+        runtime: the runtime running the chat.
+
+    Returns:
+        The text to send as the user's message instead of the line, or None when the command
+        is not this plugin's (with no answer the line is sent as typed). Raise
+        :class:`~hookcode.errors.HookcodeError` to refuse it: the chat prints the message and
+        sends nothing.
+    """
+    ...
+
+
 @hookspec
 def session_stop(session: SessionRecord, text: str, active: bool, runtime: Host) -> str | None:
     """The model ended its turn without asking for tools: the run is about to end.

@@ -47,15 +47,19 @@ def serve(script: str, *args: str) -> Iterator[str]:
             proc.stdout.close()
 
 
-def run_hookcode(env: Any, *args: str, timeout: float) -> subprocess.CompletedProcess[str]:
+def run_hookcode(
+    env: Any, *args: str, timeout: float, stdin: str | None = None
+) -> subprocess.CompletedProcess[str]:
     """``python -m hookcode ARGS`` in ``env``'s project with ``env.env`` (a HookcodeEnv), none
-    of the developer's ``HOOKCODE_*`` variables nor their ``BROWSER``."""
+    of the developer's ``HOOKCODE_*`` variables nor their ``BROWSER``; ``stdin``: its input."""
     full = {k: v for k, v in os.environ.items() if not k.startswith(("HOOKCODE_", "BROWSER"))}
     full.update(env.env)
     return subprocess.run(
         [sys.executable, "-m", "hookcode", *args],
         cwd=env.project,
         env=full,
+        input=stdin,
+        stdin=None if stdin is not None else subprocess.DEVNULL,
         capture_output=True,
         text=True,
         timeout=timeout,

@@ -6,7 +6,8 @@ from ``HOOKCODE_TEST_MCP_VENV`` when set, else built once with ``uv venv`` + ``u
 under ``$XDG_CACHE_HOME/hookcode-test-mcp`` (``~/.cache``) and reused by later runs. A venv
 that cannot be had fails the tests in CI (``CI`` set) and skips them elsewhere.
 
-``mcp_filesystem_server``: the command of the real ``@modelcontextprotocol/server-filesystem``
+``mcp_filesystem_server``, ``mcp_everything_server``: the commands of the real
+``@modelcontextprotocol/server-filesystem`` and ``server-everything``
 from npm (pinned), installed once with ``npm install`` under the same cache directory; no
 node/npm, or a failed install, fails the tests in CI and skips them elsewhere.
 """
@@ -129,29 +130,48 @@ def mcp_venv() -> Path:
 FILESYSTEM_SERVER = "@modelcontextprotocol/server-filesystem@2026.8.31"
 
 
-@pytest.fixture(scope="session")
-def mcp_filesystem_server() -> list[str]:
-    """``[node, .../server-filesystem/dist/index.js]``: append the allowed directories."""
+def _npm_server(spec: str, package: str, folder: str) -> list[str]:
+    """``[node, .../<package>/dist/index.js]`` of npm package ``spec`` (``name@version``),
+    installed once with ``npm install --prefix`` into ``folder`` of the cache directory (one
+    folder a package: one package's install never removes another's)."""
     node, npm = shutil.which("node"), shutil.which("npm")
     if node is None or npm is None:
-        missing("node and npm are needed for @modelcontextprotocol/server-filesystem")
-    root = _cache_root() / "npm"
-    entry = root / "node_modules" / "@modelcontextprotocol" / "server-filesystem" / "dist"
-    entry = entry / "index.js"
+        missing(f"node and npm are needed for {package}")
+    root = _cache_root() / folder
+    entry = root / "node_modules" / package / "dist" / "index.js"
     stamp = root / STAMP
     with _locked(_cache_root() / ".npm-lock"):
-        if not (entry.exists() and stamp.exists() and stamp.read_text() == FILESYSTEM_SERVER):
+        if not (entry.exists() and stamp.exists() and stamp.read_text() == spec):
             root.mkdir(parents=True, exist_ok=True)
             try:
                 proc = subprocess.run(
-                    [npm, "install", "--no-audit", "--no-fund", "--prefix", str(root),
-                     FILESYSTEM_SERVER],
+                    [npm, "install", "--no-audit", "--no-fund", "--prefix", str(root), spec],
                     capture_output=True, text=True, timeout=BUILD_TIMEOUT,
                 )  # fmt: skip
             except (OSError, subprocess.TimeoutExpired) as exc:
-                missing(f"npm install {FILESYSTEM_SERVER} failed: {exc}")
+                missing(f"npm install {spec} failed: {exc}")
             if proc.returncode != 0 or not entry.exists():
                 tail = " | ".join((proc.stderr or proc.stdout).strip().splitlines()[-5:])
-                missing(f"npm install {FILESYSTEM_SERVER} exited {proc.returncode}: {tail}")
-            stamp.write_text(FILESYSTEM_SERVER)
+                missing(f"npm install {spec} exited {proc.returncode}: {tail}")
+            stamp.write_text(spec)
     return [node, str(entry)]
+
+
+@pytest.fixture(scope="session")
+def mcp_filesystem_server() -> list[str]:
+    """``[node, .../server-filesystem/dist/index.js]``: append the allowed directories."""
+    return _npm_server(FILESYSTEM_SERVER, "@modelcontextprotocol/server-filesystem", "npm")
+
+
+#: the MCP reference server from npm, pinned: tools (an image, a tool that needs MCP tasks),
+#: resources (text blobs among them) and prompts, over stdio, SSE and streamable HTTP
+EVERYTHING_SERVER = "@modelcontextprotocol/server-everything@2026.8.31"
+
+
+@pytest.fixture(scope="session")
+def mcp_everything_server() -> list[str]:
+    """``[node, .../server-everything/dist/index.js]``: append ``stdio`` or
+    ``streamableHttp`` (which listens on ``$PORT``)."""
+    return _npm_server(
+        EVERYTHING_SERVER, "@modelcontextprotocol/server-everything", "npm-everything"
+    )

@@ -569,7 +569,8 @@ def test_http_server_results(hookcode_env: Any, http_url: str) -> None:
     assert added.ok and added.result.output == "5"
 
     picture = invoke_tool(runtime, "web_picture", {})
-    assert picture.result.output == "a tiny picture"
+    # the image is attached; the text says so, without its base64
+    assert picture.result.output == "a tiny picture\n\n[image attached: image/png, 67 bytes]"
     [image] = picture.result.attachments
     assert image.mime == "image/png" and image.url.startswith("data:image/png;base64,iVBOR")
 

@@ -602,6 +602,11 @@ def chat(
                 continue
             _compact(runtime, session, model=model, agent=agent)
             continue
+        if line.startswith("/"):
+            expanded = chat_command(runtime, line, console)
+            if expanded is None:
+                continue
+            line = expanded
         display = TextDisplay()
         result = run_turn(runtime, line, display, model=model, agent=agent, session=session)
         if hung_up.is_set():  # the terminal is gone: nobody to talk to
@@ -612,6 +617,27 @@ def chat(
             session = runtime.store.get_session(result.session_id)
         runtime.refusals.clear()
     return code
+
+
+def chat_command(runtime: Runtime, line: str, console: Any) -> str | None:
+    """A ``/command`` line the chat does not know, through the ``chat_command`` hook: the
+    text a plugin makes of it (an MCP prompt), the line itself when no plugin takes it, or
+    None when a plugin refused it (its message is printed)."""
+    from hookcode.errors import HookcodeError
+
+    name, _, arguments = line[1:].partition(" ")
+    outcomes = runtime.plugins.call_each_outcomes(
+        "chat_command", name=name, arguments=arguments.strip(), runtime=runtime
+    )
+    for plugin, value, error in outcomes:
+        if isinstance(error, HookcodeError):
+            console.print(f"/{name}: {error}", style="red", markup=False, highlight=False)
+            return None
+        if error is not None:
+            runtime.plugins.report(plugin, "chat_command", error)
+        elif value is not None:
+            return str(value)
+    return line
 
 
 def _compact(

@@ -28,8 +28,15 @@ Config (``[mcp.NAME]``, reference agent-loop.md §11)::
   logs in (in the browser), the tokens go to ``<data dir>/mcp-auth.json`` and are refreshed
   when they expire; without a login a server is ``needs_auth`` (or
   ``needs_client_registration``) at once, never waiting for one (``_oauth``, ``_login``).
-* Results: text parts joined by a blank line, images and binary resources as attachments,
-  ``isError`` as an error result; ``notifications/tools/list_changed`` refreshes the list.
+* Results: text parts joined by a blank line, images and binary resources as attachments
+  (a line of text says what is attached), ``text/*`` blobs decoded, ``isError`` as an error
+  result; ``notifications/tools/list_changed`` refreshes the list (``_content``).
+* A tool whose ``execution.taskSupport`` is ``required`` is not offered to the model (MCP
+  tasks are not supported); ``hookcode mcp list`` says so.
+* A streamable-HTTP server that no longer knows the session (it restarted: HTTP 404, or 400
+  naming the session) gets a new one, and the call is made once more (``_http``).
+* Resources: the tools ``mcp_list_resources`` and ``mcp_read_resource``
+  (``_resources``). Prompts: chat commands ``/<server>:<prompt> ARGS`` (``_catalog``).
 
 Only the standard library and hookcode are imported here: pydantic, jsonschema and the
 ``mcp`` SDK are imported when a server is configured.
@@ -69,13 +76,15 @@ def manager(runtime: Runtime) -> Manager:
     return manager_for(runtime)
 
 
-def status(runtime: Runtime) -> list[dict[str, Any]]:
+def status(runtime: Runtime, *, catalog: bool = False) -> list[dict[str, Any]]:
     """Each configured server: name, type, status (connected, disabled, failed, needs_auth,
     needs_client_registration), error, restarts (after a lost connection), and its tools
-    (starting the servers if needed)."""
+    (starting the servers if needed). ``catalog``: also its ``prompts`` (name, command,
+    arguments, description) and ``resources`` / ``resource_templates`` (asked of each
+    connected server now)."""
     if not _configured(runtime.config):
         return []
-    return manager(runtime).status()
+    return manager(runtime).status(catalog=catalog)
 
 
 def apply_pending(runtime: Runtime) -> list[str]:
@@ -108,7 +117,10 @@ def config_schema() -> dict[str, Any]:
 def register_tools(register: Callable[..., None], runtime: Runtime) -> None:
     if not _configured(runtime.config):
         return  # nothing configured: no thread, no SDK import
-    register(*manager(runtime).tools())
+    from hookcode_mcp._resources import resource_tools
+
+    found = manager(runtime)
+    register(*found.tools(), *resource_tools(found))
 
 
 @hookimpl
@@ -122,6 +134,16 @@ def permission_defaults(agent: Any, config: Any) -> list[Rule]:
     from hookcode.permission import Rule
 
     return [Rule(f"{re.sub(_UNSAFE, '_', name)}_*", "*", "ask", "plugin:mcp") for name in names]
+
+
+@hookimpl
+def chat_command(name: str, arguments: str, runtime: Runtime) -> str | None:
+    """``/<server>:<prompt> ARGS``: the server's prompt, as the user's message."""
+    if ":" not in name or not _configured(runtime.config):
+        return None
+    from hookcode_mcp._catalog import expand_prompt
+
+    return expand_prompt(manager(runtime), name, arguments)
 
 
 @hookimpl

@@ -31,7 +31,7 @@ def register(app: typer.Typer) -> None:
         runtime = _runtime(ctx)
         try:
             _ = runtime.registry.entries  # starts the servers; clashes are decided here
-            servers = status(runtime)
+            servers = status(runtime, catalog=True)
         finally:
             close(runtime)
             runtime.close()
@@ -46,6 +46,8 @@ def register(app: typer.Typer) -> None:
             for item in server["tools"]:
                 note = f"  (skipped: {item['skipped']})" if item["skipped"] else ""
                 typer.echo(f"    {item['name']}{note}")
+            for line in _catalog_lines(server):
+                typer.echo(f"  {line}")
 
     @mcp_app.command("auth")
     def mcp_auth(
@@ -159,6 +161,31 @@ def _remote_server(runtime: Any, name: str) -> Any:
             "that line to log in"
         )
     return config
+
+
+def _catalog_lines(server: dict[str, Any]) -> list[str]:
+    """The prompts (as the chat commands they are) and resources of a server."""
+    lines = []
+    prompts = server.get("prompts") or []
+    if prompts:
+        commands = []
+        for prompt in prompts:
+            words = [
+                f"<{a['name']}>" if a["required"] else f"[{a['name']}]" for a in prompt["arguments"]
+            ]
+            commands.append(" ".join([prompt["command"], *words]))
+        lines.append(f"prompts: {', '.join(commands)}")
+    resources = server.get("resources") or []
+    templates = server.get("resource_templates") or []
+    if resources or templates:
+        shown = ", ".join(r["uri"] for r in resources[:5]) + (", ..." if len(resources) > 5 else "")
+        text = f"resources: {len(resources)}" + (f" ({shown})" if shown else "")
+        if templates:
+            text += f"; templates: {', '.join(t['uri'] for t in templates)}"
+        lines.append(text + " (tools mcp_list_resources, mcp_read_resource)")
+    if server.get("catalog_error"):
+        lines.append(f"prompts and resources not listed: {server['catalog_error']}")
+    return lines
 
 
 def _line(server: dict[str, Any]) -> str:

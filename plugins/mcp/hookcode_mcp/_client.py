@@ -34,6 +34,14 @@ from hookcode.background import BackgroundLoop
 from hookcode.errors import ToolError, ToolTimeout
 from hookcode.stash import StashKey
 
+from hookcode_mcp._errors import (
+    authorization_required,
+    connection_closed,
+    describe,
+    describe_parse_error,
+    http_status,
+)
+
 if TYPE_CHECKING:
     from hookcode.runtime import Runtime
 
@@ -61,6 +69,8 @@ STDERR_LINES = 5
 #: (a server that crashes on every start must not be started on every call)
 RESTART_LIMIT = 3
 RESTART_WINDOW = 60.0
+#: seconds a status check waits for a streamable-HTTP server's ping
+CHECK_TIMEOUT = 5.0
 
 
 # ---------------------------------------------------------------------------------------------
@@ -115,6 +125,8 @@ class Server:
     error: str | None = None
     transport: str | None = None
     server_info: dict[str, Any] | None = None
+    #: what the server said it offers (``ServerCapabilities``: tools, prompts, resources)
+    capabilities: Any = None
     tools: list[McpTool] = field(default_factory=list)
     session: Any = None
     started: float | None = None
@@ -137,6 +149,10 @@ class Server:
     _lost_cause: str | None = None
     _restart_times: list[float] = field(default_factory=list)
     _restarting: asyncio.Task[None] | None = None
+    #: the run whose session the server said it no longer knew (``_session_gone``)
+    _expired: int | None = None
+    #: tools/list_changed re-lists still running
+    _refreshes: set[asyncio.Task[None]] = field(default_factory=set)
     _gave_up: bool = False
     _connect_failure: BaseException | None = None
     _connect_scope: Any = None
@@ -154,8 +170,10 @@ class Server:
         tools = []
         for tool in self.tools:
             holder = registry.get(tool.name)
-            skipped = None
-            if not valid_tool_name(tool.name):
+            skipped = tool.unsupported
+            if skipped is not None:
+                pass
+            elif not valid_tool_name(tool.name):
                 skipped = "not a valid tool name (letters, digits, '_' and '-', at most 64)"
             elif holder is not None and holder is not tool:
                 skipped = f"the name is taken by plugin {getattr(holder, 'plugin', None)!r}"
@@ -217,6 +235,7 @@ class Server:
                         raise self._connect_failure
                     if scope.cancelled_caught:
                         raise RuntimeError("connection cancelled")
+                    self.capabilities = session.server_capabilities
                     info = session.server_info
                     if info is not None:
                         self.server_info = {"name": info.name, "version": info.version}
@@ -244,7 +263,7 @@ class Server:
             if generation != self._generation:
                 pass  # a newer run owns the state
             elif self.status == "connected":
-                self.status, self.error = "failed", f"connection lost: {_describe(exc)}"
+                self.status, self.error = "failed", f"connection lost: {describe(exc)}"
                 self._lost_cause = self.error
             elif self.status == "pending":
                 self._fail(exc)
@@ -260,7 +279,7 @@ class Server:
                 self._run_ready.set()
 
     def _fail(self, exc: BaseException) -> None:
-        status, message = "failed", _describe(exc)
+        status, message = "failed", describe(exc)
         if self.config.kind == "local" and message.lower().startswith("connection closed"):
             message = "the server exited (or closed its output) before answering initialize"
         if isinstance(exc, TimeoutError):
@@ -268,10 +287,10 @@ class Server:
                 f"timed out after {self.config.timeout} ms (connecting and listing tools; "
                 f"raise [mcp.{self.name}] timeout if the server is slow to start)"
             )
-        required = _authorization_required(exc)
+        required = authorization_required(exc)
         if required is not None:
             status, message = required.status, required.message
-        elif _http_status(exc) == 401:
+        elif http_status(exc) == 401:
             status = "needs_auth"
             message = (
                 "the server requires authorization (HTTP 401); set headers = "
@@ -291,7 +310,22 @@ class Server:
         if self.config.kind == "local":
             read, write = await self._local(stack)
         else:
-            read, write = await self._remote(stack)
+            from hookcode_mcp._http import connect_remote
+
+            generation = self._generation
+
+            def on_transport(name: str) -> None:
+                self.transport = name
+
+            read, write = await connect_remote(
+                self.name,
+                self.config,
+                self.manager.data_dir,
+                stack,
+                self.timeout,
+                on_transport,
+                lambda why, refused: self._session_gone(generation, why, refused),
+            )
         read = await self._watch_end(stack, read)
         from hookcode import __version__
 
@@ -328,10 +362,6 @@ class Server:
         return receive
 
     def _lost(self, generation: int) -> None:
-        if generation != self._generation or self.status != "connected":
-            return  # still connecting (that failure is reported as such), or a newer run
-        if self._stop is not None and self._stop.is_set():
-            return  # closing
         if self.config.kind == "local":
             message = "the server exited (or closed its output)"
         else:
@@ -339,11 +369,29 @@ class Server:
         tail = self._stderr_tail()
         if tail:
             message += f"; stderr: {tail}"
-        self.status, self.error = "failed", f"connection lost: {message}"
+        self._lose(generation, f"connection lost: {message}")
+
+    def _session_gone(self, generation: int, why: str, refused: bool) -> None:
+        """The streamable-HTTP server no longer knows this run's session (it restarted, or
+        dropped it): the run ends, and the next call starts a new session; ``refused``: the
+        server said so to a request of ours, which :meth:`_request` then makes once more."""
+        lost = self._lose(generation, f"session expired: the server no longer knows it ({why})")
+        if refused and (lost or generation == self._generation):
+            self._expired = generation
+
+    def _lose(self, generation: int, cause: str) -> bool:
+        """Mark the run ``generation`` lost with ``cause`` and wind it down; False when it is
+        not the connected current run (still connecting, a newer run, closing)."""
+        if generation != self._generation or self.status != "connected":
+            return False  # still connecting (that failure is reported as such), or a newer run
+        if self._stop is not None and self._stop.is_set():
+            return False  # closing
+        self.status, self.error = "failed", cause
         self._lost_cause = self.error  # the next call starts it again (_restart)
         self.session = None
         if self._stop is not None:
             self._stop.set()  # wind the session down
+        return True
 
     async def _local(self, stack: contextlib.AsyncExitStack) -> Any:
         """Over stdio, the server started below the runtime's process guardian (see
@@ -365,65 +413,33 @@ class Server:
             )
         )
 
-    async def _remote(self, stack: contextlib.AsyncExitStack) -> Any:
-        """Streamable HTTP; when that fails (other than unauthorised), SSE."""
-        from mcp.client.sse import sse_client
-        from mcp.client.streamable_http import streamable_http_client
-        from mcp.shared._httpx_utils import create_mcp_http_client
-
-        url = str(self.config.url)
-        headers = dict(self.config.headers)
-        auth = None
-        if self.config.oauth is not False:
-            from hookcode_mcp._auth import AuthStore
-            from hookcode_mcp._oauth import connecting_provider
-
-            auth = connecting_provider(self.name, self.config, AuthStore(self.manager.data_dir))
-        http = await stack.enter_async_context(create_mcp_http_client(headers=headers, auth=auth))
-        import anyio
-
-        with anyio.fail_after(self.timeout):
-            probe = await _probe_streamable(http, url, self.timeout)
-        if probe is None or probe == 401:
-            if probe == 401:
-                raise _HttpStatus(401)
-            self.transport = "streamable-http"
-            return await stack.enter_async_context(streamable_http_client(url, http_client=http))
-        self.transport = "sse"
-        try:
-            return await stack.enter_async_context(
-                sse_client(url, headers=headers, timeout=self.timeout, auth=auth)
-            )
-        except Exception as exc:
-            if _authorization_required(exc) is not None or _http_status(exc) == 401:
-                raise  # an SSE server that wants a login: reported as such by _fail
-            raise RuntimeError(
-                f"neither streamable HTTP (HTTP {probe}) nor SSE ({_describe(exc)}) "
-                f"answered at {url}"
-            ) from exc
-
     async def _on_message(self, message: Any) -> None:
         from mcp import types
 
         if isinstance(message, Exception):
             if self.status != "connected" and self._connect_scope is not None:
                 self._connect_failure = RuntimeError(
-                    f"the server sent malformed JSON-RPC: {_describe_parse_error(message)}"
+                    f"the server sent malformed JSON-RPC: {describe_parse_error(message)}"
                 )
                 self._connect_scope.cancel()
             return
         if isinstance(message, types.ToolListChangedNotification):
-            asyncio.get_running_loop().create_task(self._refresh(self._generation))
+            task = asyncio.get_running_loop().create_task(self._refresh(self._generation))
+            self._refreshes.add(task)
+            task.add_done_callback(self._refreshes.discard)
 
     async def _refresh(self, generation: int) -> None:
         """``notifications/tools/list_changed``: list again; the registry takes the new
-        list at its next safe point (:meth:`Manager.apply_pending`)."""
+        list at its next safe point (:meth:`Manager.apply_pending`). One still running when
+        the server stops is cancelled (:meth:`stop`); one that fails then says nothing."""
+        stop = self._stop
         try:
             tools = await asyncio.wait_for(self._list_tools(), self.timeout)
         except Exception as exc:
-            if generation == self._generation and self.status == "connected":
+            stopping = self.manager.closed or (stop is not None and stop.is_set())
+            if generation == self._generation and self.status == "connected" and not stopping:
                 self.manager.warn(
-                    f"MCP server {self.name!r}: re-listing tools failed: {_describe(exc)}"
+                    f"MCP server {self.name!r}: re-listing tools failed: {describe(exc)}"
                 )
             return
         if generation == self._generation:  # not a list from a session since replaced
@@ -448,18 +464,34 @@ class Server:
                 break
         return [McpTool(self, remote) for remote in found]
 
-    async def _call(self, name: str, args: dict[str, Any]) -> Any:
-        """tools/call (on a server started again first if it had lost its connection); the
-        timeout restarts with every progress notification."""
-        if self._restarting is not None or self._restartable():
-            await self._restarted()
-        session = self.session
-        if session is None or self.status != "connected":
-            raise ToolError(
-                f"MCP server {self.name!r} is not connected ({self.status}: "
-                f"{self.error or 'no session'})"
-            )
-        generation = self._generation
+    async def _request(self, what: str, send: Callable[[Any, Any], Any]) -> Any:
+        """``send(session, on_progress)`` on the current session, started again first if it
+        was lost; repeated once in a new session when the server said it did not know the
+        session."""
+        for attempt in (1, 2):
+            if self._restarting is not None or self._restartable():
+                await self._restarted()
+            session = self.session
+            if session is None or self.status != "connected":
+                raise ToolError(
+                    f"MCP server {self.name!r} is not connected ({self.status}: "
+                    f"{self.error or 'no session'})"
+                )
+            generation = self._generation
+            try:
+                return await self._send(session, generation, what, send)
+            except ToolTimeout:
+                raise
+            except Exception:
+                if attempt == 1 and self._expired == generation:
+                    continue  # refused, not run: once more in a new session
+                raise
+        raise AssertionError("unreachable")  # pragma: no cover
+
+    async def _send(
+        self, session: Any, generation: int, name: str, send: Callable[[Any, Any], Any]
+    ) -> Any:
+        """One request; its timeout restarts with every progress notification."""
         loop = asyncio.get_running_loop()
         deadline = loop.time() + self.timeout
 
@@ -467,12 +499,12 @@ class Server:
             nonlocal deadline
             deadline = loop.time() + self.timeout
 
-        task = asyncio.ensure_future(session.call_tool(name, args, progress_callback=on_progress))
+        task = asyncio.ensure_future(send(session, on_progress))
         try:
             while True:
                 done, _ = await asyncio.wait({task}, timeout=max(deadline - loop.time(), 0))
                 if task in done:
-                    if _connection_closed(task):
+                    if connection_closed(task):
                         await self._settle(generation)
                     return task.result()
                 if loop.time() >= deadline:
@@ -585,6 +617,11 @@ class Server:
     async def stop(self) -> None:
         if self._stop is not None:
             self._stop.set()
+        refreshes = list(self._refreshes)
+        for refresh in refreshes:
+            refresh.cancel()
+        if refreshes:
+            await asyncio.wait(refreshes, timeout=CLOSE_TIMEOUT)
         task = self._task
         if task is not None and not task.done():
             try:
@@ -594,6 +631,21 @@ class Server:
         if self.status in ("connected", "pending"):
             self.status = "closed"
 
+    async def check(self) -> None:
+        """Ping a connected streamable-HTTP server (nothing streams from it between calls):
+        one that forgot the session says so (marked lost by the response hook, see
+        :mod:`hookcode_mcp._http`), one that does not answer at all is marked lost; the next
+        call starts it again. A slow answer changes nothing."""
+        session, generation = self.session, self._generation
+        if session is None or self.status != "connected" or self.transport != "streamable-http":
+            return
+        try:
+            await asyncio.wait_for(session.send_ping(), min(self.timeout, CHECK_TIMEOUT))
+        except TimeoutError:
+            return
+        except Exception as exc:
+            self._lose(generation, f"connection lost: the server does not answer ({describe(exc)})")
+
     # -- from any thread ----------------------------------------------------------------------
     def before_call(self) -> None:
         """Bring the registry up to date with re-listed tools, when called from the runtime's
@@ -602,20 +654,47 @@ class Server:
             self.manager.apply_pending()
 
     async def call(self, name: str, args: dict[str, Any]) -> Any:
-        """Call a tool from the caller's event loop (the session lives on the MCP loop)."""
-        future = _LOOP.submit(self._call(name, args))
+        """``tools/call`` from the caller's event loop (the session lives on the MCP loop), on
+        a server started again first if it had lost its connection; a call the server refused
+        because it no longer knew the session is made once more in a new session (it never
+        ran)."""
+        return await self.request(
+            name,
+            lambda session, on_progress: session.call_tool(
+                name, args, progress_callback=on_progress
+            ),
+        )
+
+    async def request(self, what: str, send: Callable[[Any, Any], Any]) -> Any:
+        """Any request from the caller's event loop: ``send(session, on_progress)`` returns
+        the SDK's awaitable (``session.read_resource(...)``); ``what`` names it in errors."""
+        future = _LOOP.submit(self._request(what, send))
         try:
             return await asyncio.wrap_future(future)
         except ToolError:
             raise
         except Exception as exc:
-            if self.status == "failed" and self.error:  # it died under this call
-                message = f"MCP server {self.name!r}: {name}: {self.error}"
-                # the call is not repeated: it may have done its work before the end
-                if self._restartable() and len(self._recent_restarts()) < RESTART_LIMIT:
-                    message += "; it will be restarted on next use"
-                raise ToolError(message) from exc
-            raise ToolError(f"MCP server {self.name!r}: {name}: {_describe(exc)}") from exc
+            raise ToolError(self._failure(what, exc)) from exc
+
+    def request_sync(self, what: str, send: Callable[[Any, Any], Any]) -> Any:
+        """:meth:`request` from a thread without an event loop (the CLI, the chat)."""
+        self.manager.start()
+        future = _LOOP.submit(self._request(what, send))
+        try:
+            return future.result()
+        except ToolError:
+            raise
+        except Exception as exc:
+            raise ToolError(self._failure(what, exc)) from exc
+
+    def _failure(self, what: str, exc: BaseException) -> str:
+        if self.status == "failed" and self.error:  # it died under this request
+            message = f"MCP server {self.name!r}: {what}: {self.error}"
+            # the request is not repeated: it may have done its work before the end
+            if self._restartable() and len(self._recent_restarts()) < RESTART_LIMIT:
+                message += "; it will be restarted on next use"
+            return message
+        return f"MCP server {self.name!r}: {what}: {describe(exc)}"
 
     # -- the server's stderr ------------------------------------------------------------------
     def _open_log(self) -> Any:
@@ -719,11 +798,29 @@ class Manager:
 
     def tools(self) -> list[McpTool]:
         self.start()
-        return [tool for server in self.servers.values() for tool in server.tools]
+        return [
+            tool
+            for server in self.servers.values()
+            for tool in server.tools
+            if tool.unsupported is None
+        ]
 
-    def status(self) -> list[dict[str, Any]]:
+    def status(self, *, catalog: bool = False) -> list[dict[str, Any]]:
+        """Each server's state (:meth:`Server.to_dict`); a connected streamable-HTTP server is
+        pinged first, so a dead session is never reported connected."""
         self.start()
-        return [server.to_dict() for server in self.servers.values()]
+        if not _LOOP.in_loop() and not self.closed:
+            checks = [_LOOP.submit(s.check()) for s in self.servers.values() if s.session]
+            for future in checks:
+                with contextlib.suppress(Exception):
+                    future.result(CHECK_TIMEOUT + 5.0)
+        out = [server.to_dict() for server in self.servers.values()]
+        if catalog:
+            from hookcode_mcp._catalog import describe_catalog
+
+            for server, entry in zip(self.servers.values(), out, strict=True):
+                entry.update(describe_catalog(server))
+        return out
 
     def registry_names(self) -> dict[str, Any] | None:
         runtime = self._runtime()
@@ -760,7 +857,8 @@ class Manager:
                     if tool_name not in new:
                         changed.append(tool_name)
             for tool_name, tool in new.items():
-                registry.register(tool, "mcp")
+                if tool.unsupported is None:
+                    registry.register(tool, "mcp")
                 if tool_name not in old:
                     changed.append(tool_name)
             runtime.events.publish(
@@ -806,111 +904,6 @@ def quiet_sdk_logger() -> None:
     sdk_logger = logging.getLogger("mcp")
     if not sdk_logger.handlers:
         sdk_logger.addHandler(logging.NullHandler())
-
-
-class _HttpStatus(Exception):
-    def __init__(self, code: int) -> None:
-        super().__init__(f"HTTP {code}")
-        self.status_code = code
-
-
-async def _probe_streamable(http: Any, url: str, timeout: float) -> int | None:
-    """None when ``url`` speaks streamable HTTP (or we cannot tell: let the SDK try); else
-    the HTTP status that says it does not (404/405: an SSE-only server) or 401."""
-    import httpx2
-
-    body = {"jsonrpc": "2.0", "id": 0, "method": "ping"}
-    headers = {"Accept": "application/json, text/event-stream", "Content-Type": "application/json"}
-    try:
-        response = await http.post(url, json=body, headers=headers, timeout=timeout)
-    except httpx2.HTTPError:
-        return None
-    await response.aclose()
-    if response.status_code in (401, 404, 405):
-        return response.status_code
-    return None
-
-
-def _authorization_required(exc: BaseException) -> Any:
-    """The :class:`~hookcode_mcp._oauth.AuthorizationRequired` among ``exc``'s leaves."""
-    import sys
-
-    oauth = sys.modules.get("hookcode_mcp._oauth")  # imported when a provider was made
-    if oauth is None:
-        return None
-    for error in _leaves(exc):
-        if isinstance(error, oauth.AuthorizationRequired):
-            return error
-    return None
-
-
-def _http_status(exc: BaseException) -> int | None:
-    for error in _leaves(exc):
-        code = getattr(error, "status_code", None)
-        if code is None:
-            response = getattr(error, "response", None)
-            code = getattr(response, "status_code", None)
-        if isinstance(code, int):
-            return code
-    return None
-
-
-def _connection_closed(task: asyncio.Task[Any]) -> bool:
-    """Whether a finished request failed because the session's connection closed."""
-    if task.cancelled():
-        return False
-    error = task.exception()
-    from mcp.shared.exceptions import MCPError
-    from mcp.types import CONNECTION_CLOSED
-
-    return (
-        isinstance(error, MCPError)
-        and error.code == CONNECTION_CLOSED
-        and error.message == "Connection closed"
-    )
-
-
-def _leaves(exc: BaseException) -> list[BaseException]:
-    if isinstance(exc, BaseExceptionGroup):
-        out: list[BaseException] = []
-        for inner in exc.exceptions:
-            out += _leaves(inner)
-        return out
-    return [exc]
-
-
-#: exceptions whose message is shown without their class's name
-_PLAIN = ("RuntimeError", "Exception", "MCPError", "HookcodeError")
-
-
-def _describe(exc: BaseException) -> str:
-    """One line naming what went wrong (exception groups unwrapped)."""
-    leaves = [e for e in _leaves(exc) if not isinstance(e, asyncio.CancelledError)] or [exc]
-    parts = []
-    for error in leaves:
-        text = " ".join(str(error).split())
-        if isinstance(error, FileNotFoundError) and error.filename:
-            text = f"command not found: {error.filename}"
-        name = type(error).__name__
-        if not text:
-            text = name
-        elif name not in _PLAIN and not text.startswith(name):
-            text = f"{name}: {text}"
-        if text not in parts:
-            parts.append(text)
-    return "; ".join(parts)
-
-
-def _describe_parse_error(exc: BaseException) -> str:
-    """A line the server wrote that is not JSON-RPC: what is wrong, and how it starts."""
-    if hasattr(exc, "errors"):  # a pydantic ValidationError
-        try:
-            first: Any = exc.errors()[0]  # type: ignore[attr-defined]
-            text = str(first.get("input", ""))
-            return f"{first.get('msg', 'invalid message')} in {text[:80]!r}"
-        except Exception:
-            pass
-    return _describe(exc)
 
 
 def _safe(name: str) -> str:

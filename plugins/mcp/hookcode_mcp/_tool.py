@@ -25,15 +25,13 @@ core can do with what it sees in the arguments.
 
 from __future__ import annotations
 
-import base64
 import copy
-import json
 import re
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
 
 from hookcode.errors import InvalidArguments, ToolError
-from hookcode.tools import Attachment, Tool, ToolResult
+from hookcode.tools import Tool, ToolResult
 
 if TYPE_CHECKING:
     from hookcode.tools import ToolContext
@@ -44,10 +42,10 @@ if TYPE_CHECKING:
 __all__ = [
     "McpTool",
     "ToolServer",
-    "flatten",
     "path_arguments",
     "sanitize",
     "tool_schema",
+    "unsupported",
     "writes",
 ]
 
@@ -71,9 +69,6 @@ WRITE_WORDS = frozenset(
         "insert", "touch", "chmod", "upload", "overwrite", "modify", "set",
     }
 )  # fmt: skip
-#: binary resources a provider accepts as attachments (later reference releases)
-ATTACHABLE = {"application/pdf", "image/gif", "image/jpeg", "image/png", "image/webp"}
-MAX_ATTACHMENT_BYTES = 10 * 1024 * 1024
 
 
 def sanitize(name: str) -> str:
@@ -119,6 +114,8 @@ class McpTool(Tool):
         self.input_schema = tool_schema(remote.input_schema)
         self.annotations = remote.annotations
         self.writes = writes(remote.name, remote.annotations)
+        #: why the tool is not offered to the model (None: it is)
+        self.unsupported: str | None = unsupported(remote)
         self._validator: Any = None
 
     # -- schema -------------------------------------------------------------------------------
@@ -194,6 +191,8 @@ class McpTool(Tool):
                     always = list(request.patterns)  # the exact paths, never `*`
         await ctx.ask(self.name, patterns, always, metadata)
         result = await self.server.call(self.remote_name, args)
+        from hookcode_mcp._content import flatten
+
         flat = flatten(result)
         if getattr(result, "is_error", False):
             raise ToolError(flat.output or f"MCP tool {self.remote_name!r} reported an error")
@@ -229,6 +228,17 @@ class McpTool(Tool):
                 ["*"],
                 {"filepath": asked[0], "tool": self.name, "server": self.server.name},
             )
+
+
+def unsupported(remote: Any) -> str | None:
+    """Why a server's tool cannot be called, else None: one whose ``execution.taskSupport``
+    is ``required`` answers a plain ``tools/call`` with an error, and the ``mcp`` SDK (2.3)
+    defines the task types only (no ``tasks/get`` / ``tasks/result`` client), so it is not
+    offered to the model."""
+    execution = getattr(remote, "execution", None)
+    if getattr(execution, "task_support", None) == "required":
+        return "needs MCP tasks (execution.taskSupport = required), which hookcode does not support"
+    return None
 
 
 def writes(name: str, annotations: Any = None) -> bool:
@@ -278,53 +288,6 @@ def _describe(error: Any) -> str:
         missing = [name for name in error.validator_value if name not in error.instance]
         return "; ".join(f"{name}: required argument is missing" for name in missing)
     return f"{where}: {error.message}"
-
-
-def flatten(result: Any) -> ToolResult:
-    """A ``CallToolResult`` as a ToolResult: text parts joined by a blank line, images and
-    binary resources as attachments (data URLs), resource text appended."""
-    texts: list[str] = []
-    attachments: list[Attachment] = []
-    for part in getattr(result, "content", None) or []:
-        kind = getattr(part, "type", None)
-        if kind == "text":
-            texts.append(part.text)
-        elif kind == "image":
-            attachments.append(
-                Attachment(part.mime_type, f"data:{part.mime_type};base64,{part.data}")
-            )
-        elif kind == "audio":
-            texts.append(_omitted(part.mime_type, part.data, "audio"))
-        elif kind == "resource":
-            resource = part.resource
-            text = getattr(resource, "text", None)
-            if text is not None:
-                texts.append(text)
-                continue
-            blob = getattr(resource, "blob", "") or ""
-            mime = resource.mime_type or "application/octet-stream"
-            size = len(blob) * 3 // 4
-            if mime in ATTACHABLE and size <= MAX_ATTACHMENT_BYTES:
-                attachments.append(
-                    Attachment(mime, f"data:{mime};base64,{blob}", filename=str(resource.uri))
-                )
-            else:
-                texts.append(_omitted(mime, blob, str(resource.uri)))
-        elif kind == "resource_link":
-            label = part.title or part.name
-            texts.append(f"[resource: {part.uri}]" + (f" {label}" if label else ""))
-    structured = getattr(result, "structured_content", None)
-    if not texts and structured is not None:
-        texts.append(json.dumps(structured, ensure_ascii=False))
-    return ToolResult(output="\n\n".join(texts), attachments=attachments)
-
-
-def _omitted(mime: str, data: str, what: str) -> str:
-    try:
-        size = len(base64.b64decode(data, validate=False))
-    except ValueError:
-        size = len(data) * 3 // 4
-    return f"[Binary MCP resource omitted: {what} ({mime}, {size} bytes)]"
 
 
 def _truncate(

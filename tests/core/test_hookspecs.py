@@ -39,6 +39,7 @@ LIFECYCLE = [
     "permission_ask",
     "permission_prompt",
     "question_prompt",
+    "chat_command",
     "shell_analyze",
     "permission_plan",
     "shell_env",
@@ -48,6 +49,7 @@ LIFECYCLE = [
 DEPRECATED = ["tool"]
 DOCUMENTED = REGISTRATION + LIFECYCLE + DEPRECATED
 FIRSTRESULT = {
+    "chat_command",
     "tool_execute",
     "permission_prompt",
     "question_prompt",
@@ -76,6 +78,7 @@ ARGUMENTS = {
     "permission_ask": ["request", "runtime"],
     "permission_prompt": ["request", "runtime"],
     "question_prompt": ["request"],
+    "chat_command": ["name", "arguments", "runtime"],
     "shell_analyze": ["command", "cwd"],
     "permission_plan": ["permission", "pattern", "ctx"],
     "shell_env": ["env", "cwd", "ctx"],

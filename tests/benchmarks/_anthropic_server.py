@@ -1,7 +1,11 @@
 """A local fake Anthropic endpoint for the benchmarks, in a process of its own (so serving a
-large stream never competes with the measured process for its interpreter lock).
+large stream never competes with the measured process for its interpreter lock); it answers
+the OpenAI-compatible ``/v1/chat/completions`` too, with the text "done".
 
-    python _anthropic_server.py          # prints "PORT\\n" on stdout, serves until killed
+    python _anthropic_server.py     # prints "PORT\\n", then "REQUEST <monotonic>\\n" per request
+
+The arrival times are ``time.monotonic()``, one clock for every process of the machine, so a
+benchmark can tell when a process it started sent its first request.
 
 The wire format is the test suite's (``tests/plugins/fake_anthropic.py``). Replies depend on
 the request alone, so any number of runs may use one server:
@@ -20,6 +24,7 @@ from __future__ import annotations
 import json
 import random
 import sys
+import time
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
@@ -27,6 +32,7 @@ from typing import Any
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "plugins"))
 
 from fake_anthropic import SSE, Block, message_events, text
+from fake_openai import chunk
 
 #: the size of one streamed piece of tool input (what real models send)
 PIECE = 24
@@ -109,6 +115,17 @@ def reply_for(body: dict[str, Any]) -> bytes:
     return write_reply(path, int(size))
 
 
+#: the OpenAI-compatible reply: "done", the finish and the usage, then [DONE]
+OPENAI_DONE = "".join(
+    f"data: {json.dumps(event)}\n\n"
+    for event in (
+        chunk({"role": "assistant", "content": "done"}),
+        chunk(finish="stop"),
+        {**chunk(), "choices": [], "usage": {"prompt_tokens": 10, "completion_tokens": 1}},
+    )
+).encode() + b"data: [DONE]\n\n"
+
+
 class Handler(BaseHTTPRequestHandler):
     protocol_version = "HTTP/1.1"
 
@@ -116,9 +133,10 @@ class Handler(BaseHTTPRequestHandler):
         pass
 
     def do_POST(self) -> None:
+        print(f"REQUEST {time.monotonic()}", flush=True)
         length = int(self.headers.get("content-length") or 0)
         body = json.loads(self.rfile.read(length) or b"{}")
-        data = reply_for(body)
+        data = OPENAI_DONE if self.path.endswith("/chat/completions") else reply_for(body)
         self.send_response(200)
         self.send_header("content-type", "text/event-stream")
         self.send_header("content-length", str(len(data)))

@@ -45,7 +45,7 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from _common import Report, exit_status, machine, ms
+from _common import Measure, Report, exit_status, machine, ms, run_process
 
 HERE = Path(__file__).resolve().parent
 MB = 1024 * 1024
@@ -55,9 +55,25 @@ END_TO_END_BUDGET = 3.0
 KEY = "sk-ant-bench-key"
 
 
+class Server:
+    """The fake endpoint (``_anthropic_server.py``) in a child process."""
+
+    def __init__(self, proc: subprocess.Popen[str]) -> None:
+        self.proc = proc
+        assert proc.stdout is not None
+        self.url = f"http://127.0.0.1:{int(proc.stdout.readline())}"
+
+    def arrival(self) -> float:
+        """The ``time.monotonic()`` at which the next request not yet read arrived."""
+        assert self.proc.stdout is not None
+        line = self.proc.stdout.readline()
+        assert line.startswith("REQUEST "), line
+        return float(line.split()[1])
+
+
 @contextmanager
-def anthropic_server() -> Iterator[str]:
-    """The fake endpoint's base URL, served by a child process while the block runs."""
+def anthropic_server() -> Iterator[Server]:
+    """The fake endpoint, served by a child process while the block runs."""
     proc = subprocess.Popen(
         [sys.executable, str(HERE / "_anthropic_server.py")],
         stdout=subprocess.PIPE,
@@ -65,15 +81,14 @@ def anthropic_server() -> Iterator[str]:
         text=True,
     )
     try:
-        assert proc.stdout is not None
-        port = int(proc.stdout.readline())
-        yield f"http://127.0.0.1:{port}"
+        yield Server(proc)
     finally:
         proc.kill()
         proc.wait()
 
 
-def world(root: Path, load: str, extra: dict[str, str] | None = None) -> dict[str, str]:
+def world(root: Path, load: str | None, extra: dict[str, str] | None = None) -> dict[str, str]:
+    """An isolated home, config and data directory; ``load``: the plugins (None: all)."""
     project = root / "project"
     project.mkdir(parents=True, exist_ok=True)
     (project / ".git").mkdir(exist_ok=True)
@@ -82,9 +97,10 @@ def world(root: Path, load: str, extra: dict[str, str] | None = None) -> dict[st
         HOOKCODE_DATA_DIR=str(root / "data"),
         XDG_CONFIG_HOME=str(root / "config"),
         HOME=str(root / "home"),
-        HOOKCODE_LOAD_PLUGINS=load,
         **(extra or {}),
     )
+    if load is not None:
+        env["HOOKCODE_LOAD_PLUGINS"] = load
     return env
 
 
@@ -203,8 +219,8 @@ def bench_input(report: Report, root: Path, repeat: int, via: str) -> None:
         return {k: statistics.median(v) for k, v in times.items()}
 
     if via == "anthropic":
-        with anthropic_server() as base:
-            medians = measure(base)
+        with anthropic_server() as server:
+            medians = measure(server.url)
     else:
         medians = measure("")
     empty = medians[0]
@@ -238,6 +254,285 @@ def bench_input(report: Report, root: Path, repeat: int, via: str) -> None:
         )
 
 
+# ---------------------------------------------------------------------------------------------
+# steps: the per-step cost of a long session
+# ---------------------------------------------------------------------------------------------
+
+STEPS = 1000
+STEP_BUDGET = 1.5
+
+
+class Timed:
+    """Wraps a provider: the time spent inside its stream, per request."""
+
+    def __init__(self, inner: Any) -> None:
+        self.inner = inner
+        self.id = inner.id
+        self.name = inner.name
+        self.per_request: list[float] = []
+
+    def models(self) -> list[Any]:
+        return self.inner.models()
+
+    async def stream(self, request: Any) -> Any:
+        gen = self.inner.stream(request)
+        spent = 0.0
+        try:
+            while True:
+                started = time.perf_counter()
+                try:
+                    event = await gen.__anext__()
+                except StopAsyncIteration:
+                    return
+                finally:
+                    spent += time.perf_counter() - started
+                yield event
+        finally:
+            self.per_request.append(spent)
+
+
+def bench_steps(report: Report, root: Path, repeat: int) -> None:
+    """Each step's own time: from one ``step_start`` event to the next, the model's share
+    subtracted; the steps 10-19 beside the steps 991-1000 of the same session."""
+    from hookcode import hookimpl, tool
+    from hookcode.plugins import create_plugins
+    from hookcode.runtime import Runtime
+    from hookcode.session import run_session
+    from hookcode.testing import ScriptedModel, ToolCallSpec, Turn
+
+    @tool
+    async def noop(n: int) -> str:
+        """Do nothing."""
+        return f"ok {n}"
+
+    early: list[float] = []
+    late: list[float] = []
+    for index in range(repeat):
+        turns = [Turn(tool_calls=[ToolCallSpec("noop", {"n": i})]) for i in range(STEPS)]
+        model = Timed(ScriptedModel([*turns, "done"], id="bench"))
+
+        class Pack:
+            @hookimpl
+            def register_tools(self, register: Any) -> None:
+                register(noop)
+
+            @hookimpl
+            def provider(self) -> list[Any]:
+                return [model]
+
+        env = world(root / f"steps-{index}", "policy_rules")
+        project = root / f"steps-{index}" / "project"
+        plugins = create_plugins(env=env, extra={"bench": Pack()}, cwd=project)
+        rt = Runtime(cwd=project, env=env, plugins=plugins)
+        starts: list[float] = []
+
+        def on_event(kind: str, data: dict[str, Any], starts: list[float] = starts) -> None:
+            if kind == "step_start":
+                starts.append(time.perf_counter())
+
+        try:
+            result = asyncio.run(run_session(rt, "go", model="bench/test", on_event=on_event))
+            assert result.steps == STEPS + 1 and result.error is None, result
+        finally:
+            rt.close()
+        own = [b - a - m for a, b, m in zip(starts, starts[1:], model.per_request, strict=False)]
+        early.append(statistics.median(own[9:19]))
+        late.append(statistics.median(own[STEPS - 10 : STEPS]))
+    first, last = statistics.median(early), statistics.median(late)
+    report.row(
+        f"one step's own time at steps 991-1000 (scripted model excluded; {STEPS} steps)",
+        ms(last),
+        f"steps 10-19: {ms(first)}",
+        last / first,
+        f"<= {STEP_BUDGET}x",
+        last / first <= STEP_BUDGET,
+    )
+
+
+# ---------------------------------------------------------------------------------------------
+# resume: `hookcode run -c` on a session of 10,000 messages
+# ---------------------------------------------------------------------------------------------
+
+RESUME_MESSAGES = 10_000
+RESUME_BUDGET = 1.0
+
+
+def fill_session(env: dict[str, str], project: Path, count: int) -> str:
+    """A session of ``count`` messages, as a long agent run leaves it: a user message every
+    ten, the others assistant steps with a line of text and one completed ``read`` call."""
+    from hookcode.ids import new_id
+    from hookcode.store import Store, ToolPartRecord
+
+    store = Store(Path(env["HOOKCODE_DATA_DIR"]) / "hookcode.db")
+    where = str(project.resolve())
+    session = store.create_session(project=where, directory=where, title="long")
+    output = "\n".join(f"{n}: line {n} of the file" for n in range(40))
+    with store._write():
+        for m in range(count):
+            mid = new_id("msg")
+            if m % 10 == 0:
+                store.save_message(
+                    {"id": mid, "session_id": session.id, "role": "user", "created": m}
+                )
+                store.save_part(
+                    {
+                        "id": new_id("prt"),
+                        "session_id": session.id,
+                        "message_id": mid,
+                        "type": "text",
+                        "text": f"Now look at part {m}.",
+                    }
+                )
+                continue
+            store.save_message(
+                {
+                    "id": mid,
+                    "session_id": session.id,
+                    "role": "assistant",
+                    "created": m,
+                    "completed": m + 0.5,
+                    "finish": "tool-calls",
+                    "agent": "build",
+                    "model": "scripted/echo",
+                    "tokens": {"input": 1000, "output": 50},
+                    "cost": 0.0,
+                }
+            )
+            store.save_part(
+                {
+                    "id": new_id("prt"),
+                    "session_id": session.id,
+                    "message_id": mid,
+                    "type": "text",
+                    "text": f"Step {m}: reading the next file now.",
+                }
+            )
+            call_id = new_id("call")
+            store.save_tool_part(
+                ToolPartRecord(
+                    id=call_id,
+                    session_id=session.id,
+                    tool="read",
+                    state="completed",
+                    input={"filePath": f"src/module_{m}.py"},
+                    output=output,
+                    title=f"src/module_{m}.py",
+                    message_id=mid,
+                    metadata={"truncated": False},
+                    time_start=m,
+                    time_end=m + 0.25,
+                )
+            )
+            store.save_part(
+                {
+                    "id": new_id("prt"),
+                    "session_id": session.id,
+                    "message_id": mid,
+                    "type": "tool",
+                    "call_id": call_id,
+                }
+            )
+    store.close()
+    return session.id
+
+
+def bench_resume(report: Report, root: Path, repeat: int) -> None:
+    """``hookcode run -c`` (the scripted echo model) on a session of 10,000 messages, net of
+    ``hookcode run`` starting a new session in an empty project: the resume's own cost."""
+    from _common import bytecode_env, hookcode_exe
+
+    exe = hookcode_exe()
+    long_env = bytecode_env(world(root / "long", None))
+    new_env = bytecode_env(world(root / "new", None))
+    fill_session(long_env, root / "long" / "project", RESUME_MESSAGES)
+    runs: dict[str, list[Measure]] = {"long": [], "new": []}
+    for round_ in range(repeat + 1):  # the first round warms the bytecode caches
+        for name, env, argv in (
+            ("long", long_env, [exe, "run", "-c", "-m", "scripted/echo", "hi"]),
+            ("new", new_env, [exe, "run", "-m", "scripted/echo", "hi"]),
+        ):
+            measure = run_process(argv, cwd=root / name / "project", env=env)
+            if measure.returncode != 0:
+                raise SystemExit(f"{' '.join(argv)}: exit status {measure.returncode}")
+            if round_:
+                runs[name].append(measure)
+    for what, value in (("CPU", lambda m: m.cpu), ("wall", lambda m: m.seconds)):
+        long = statistics.median(value(m) for m in runs["long"])
+        new = statistics.median(value(m) for m in runs["new"])
+        report.row(
+            f"`hookcode run -c` on a session of {RESUME_MESSAGES:,} messages, net, {what}",
+            ms(long - new),
+            f"`hookcode run`, new session: {ms(new)}",
+            None,
+            f"< {RESUME_BUDGET:g} s",
+            long - new < RESUME_BUDGET if what == "CPU" else None,
+        )
+    report.note(
+        "the budget is checked on CPU time (user + system) on a machine shared with other "
+        "work, where the wall time counts the waits for a core; on an idle machine they agree"
+    )
+
+
+# ---------------------------------------------------------------------------------------------
+# first: `hookcode run` to its first request, beside `import anthropic`
+# ---------------------------------------------------------------------------------------------
+
+FIRST_ANTHROPIC_BUDGET = 1.0
+FIRST_OPENAI_BUDGET = 0.5
+
+
+def bench_first(report: Report, root: Path, repeat: int) -> None:
+    from _common import bytecode_env, hookcode_exe
+
+    with anthropic_server() as server:
+        env = bytecode_env(
+            world(root, None, {"ANTHROPIC_BASE_URL": server.url, "ANTHROPIC_API_KEY": KEY})
+        )
+        config = root / "config" / "hookcode"
+        config.mkdir(parents=True, exist_ok=True)
+        (config / "config.toml").write_text(
+            f'[provider.local]\ntype = "openai"\nbase_url = "{server.url}/v1"\nmodels = ["m"]\n'
+        )
+        exe = hookcode_exe()
+        cwd = root / "project"
+
+        def to_request(model: str) -> float:
+            started = time.monotonic()
+            done = subprocess.run(
+                [exe, "run", "-m", model, "hi"], cwd=cwd, env=env, capture_output=True, text=True
+            )
+            if done.returncode != 0:
+                raise SystemExit(f"hookcode run -m {model}: {done.stdout}{done.stderr}")
+            return server.arrival() - started
+
+        def import_alone() -> float:
+            started = time.monotonic()
+            subprocess.run([sys.executable, "-c", "import anthropic"], env=env, check=True)
+            return time.monotonic() - started
+
+        runs: dict[str, list[float]] = {"import": [], "anthropic": [], "openai": []}
+        for round_ in range(repeat + 1):  # the first round warms the bytecode caches
+            for name, fn in (
+                ("import", import_alone),
+                ("anthropic", lambda: to_request("anthropic/claude-sonnet-4-5")),
+                ("openai", lambda: to_request("local/m")),
+            ):
+                seconds = fn()
+                if round_:
+                    runs[name].append(seconds)
+    anchor = statistics.median(runs["import"])
+    for name, budget in (("anthropic", FIRST_ANTHROPIC_BUDGET), ("openai", FIRST_OPENAI_BUDGET)):
+        value = statistics.median(runs[name])
+        report.row(
+            f"`hookcode run` to its first request ({name} provider, fake endpoint)",
+            ms(value),
+            f"python -c 'import anthropic' {ms(anchor)}",
+            value / anchor,
+            f"<= {budget}x",
+            value / anchor <= budget,
+        )
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=(__doc__ or "").split("\n")[0])
     parser.add_argument("--only", default="input,steps,resume,spill,first")
@@ -256,6 +551,21 @@ def main() -> int:
             report = Report("streamed tool input (issue 20, item 1)")
             for via in ("anthropic", "scripted"):
                 bench_input(report, root / via, args.repeat, via)
+            report.print()
+            reports.append(report)
+        if "steps" in which:
+            report = Report("the per-step cost of a long session (issue 20, item 2)")
+            bench_steps(report, root / "steps", args.repeat)
+            report.print()
+            reports.append(report)
+        if "resume" in which:
+            report = Report("resuming a long session (issue 20, item 2)")
+            bench_resume(report, root / "resume", args.repeat)
+            report.print()
+            reports.append(report)
+        if "first" in which:
+            report = Report("`hookcode run` to its first request (issue 20, item 4)")
+            bench_first(report, root / "first", max(args.repeat, 5))
             report.print()
             reports.append(report)
     return exit_status(*reports)

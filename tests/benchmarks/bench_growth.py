@@ -45,7 +45,7 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from _common import Measure, Report, exit_status, machine, ms, run_process
+from _common import Measure, Report, exit_status, machine, median_seconds, ms, run_process
 
 HERE = Path(__file__).resolve().parent
 MB = 1024 * 1024
@@ -312,17 +312,20 @@ def bench_steps(report: Report, root: Path, repeat: int) -> None:
         model = Timed(ScriptedModel([*turns, "done"], id="bench"))
 
         class Pack:
+            def __init__(self, model: Timed) -> None:
+                self.model = model
+
             @hookimpl
             def register_tools(self, register: Any) -> None:
                 register(noop)
 
             @hookimpl
             def provider(self) -> list[Any]:
-                return [model]
+                return [self.model]
 
         env = world(root / f"steps-{index}", "policy_rules")
         project = root / f"steps-{index}" / "project"
-        plugins = create_plugins(env=env, extra={"bench": Pack()}, cwd=project)
+        plugins = create_plugins(env=env, extra={"bench": Pack(model)}, cwd=project)
         rt = Runtime(cwd=project, env=env, plugins=plugins)
         starts: list[float] = []
 
@@ -474,6 +477,76 @@ def bench_resume(report: Report, root: Path, repeat: int) -> None:
 
 
 # ---------------------------------------------------------------------------------------------
+# spill: a spill file stops at spill_max
+# ---------------------------------------------------------------------------------------------
+
+SPILL_OUTPUT = 400 * MB
+
+
+def bench_spill(report: Report, root: Path) -> None:
+    """A tool's output of 400 MB streamed (1 MB chunks) through the truncator with the default
+    ``spill_max`` (100 MB): the spill file's size and the peak of Python's allocations, beside
+    writing the same chunks to a plain file."""
+    import tracemalloc
+
+    from hookcode.truncate import DEFAULT_SPILL_MAX, Truncator
+
+    line = b"0123456789" * 9 + b"abcdefgh\n"
+    chunk = line * (MB // len(line))
+    count = SPILL_OUTPUT // len(chunk)
+
+    def plain() -> None:
+        with open(root / "plain.out", "wb") as f:
+            for _ in range(count):
+                f.write(chunk)
+
+    truncator = Truncator(root / "data")
+    sizes: list[int] = []
+    peaks: list[int] = []
+
+    def spilled() -> None:
+        tracemalloc.start()
+        try:
+            with truncator.writer() as out:
+                for _ in range(count):
+                    out.write(chunk)
+            result = out.finish()
+            peaks.append(tracemalloc.get_traced_memory()[1])
+        finally:
+            tracemalloc.stop()
+        assert result.output_path is not None
+        sizes.append(result.output_path.stat().st_size)
+        result.output_path.unlink()
+
+    root.mkdir(parents=True, exist_ok=True)
+    anchor = median_seconds(plain, 3)
+    seconds = median_seconds(spilled, 3)
+    total = count * len(chunk)
+    report.row(
+        f"spill file of a {total / MB:.0f} MB output (default spill_max)",
+        f"{sizes[-1] / MB:.1f} MB",
+        f"spill_max {DEFAULT_SPILL_MAX / MB:.0f} MB",
+        sizes[-1] / DEFAULT_SPILL_MAX,
+        "<= spill_max + one line",
+        sizes[-1] <= DEFAULT_SPILL_MAX + 200,
+    )
+    report.row(
+        f"streaming the {total / MB:.0f} MB output through the truncator",
+        ms(seconds),
+        f"writing it to a plain file {ms(anchor)}",
+        seconds / anchor,
+        "(info)",
+    )
+    report.row(
+        "peak of Python's allocations while it streams",
+        f"{max(peaks) / MB:.1f} MB",
+        f"one chunk {len(chunk) / MB:.1f} MB",
+        max(peaks) / len(chunk),
+        "(info)",
+    )
+
+
+# ---------------------------------------------------------------------------------------------
 # first: `hookcode run` to its first request, beside `import anthropic`
 # ---------------------------------------------------------------------------------------------
 
@@ -561,6 +634,11 @@ def main() -> int:
         if "resume" in which:
             report = Report("resuming a long session (issue 20, item 2)")
             bench_resume(report, root / "resume", args.repeat)
+            report.print()
+            reports.append(report)
+        if "spill" in which:
+            report = Report("spill files (issue 20, item 3)")
+            bench_spill(report, root / "spill")
             report.print()
             reports.append(report)
         if "first" in which:

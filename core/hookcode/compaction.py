@@ -25,10 +25,10 @@ from collections.abc import Container
 from typing import TYPE_CHECKING, Any
 
 from hookcode.messages import (
+    CompactionPart,
     SessionMessage,
     ToolPart,
     estimate_tokens,
-    visible_history,
 )
 
 if TYPE_CHECKING:
@@ -117,19 +117,26 @@ def _enough(found: list[ToolPart], pruned: int) -> list[ToolPart]:
 def context_tokens(messages: list[SessionMessage], fixed: int = 0) -> int:
     """Tokens the next request will use: the last reply's usage (input, output, cache) plus an
     estimate of everything added after it (its tool outputs, later messages); with no reply
-    yet, an estimate of the whole visible history plus ``fixed`` (system prompt, tools)."""
-    visible = visible_history(messages)
-    for index in range(len(visible) - 1, -1, -1):
-        message = visible[index]
+    yet, an estimate of the whole visible history plus ``fixed`` (system prompt, tools).
+    Read from the end, it stops at that reply: its cost does not grow with the history."""
+    added = 0
+    for index in range(len(messages) - 1, -1, -1):
+        message = messages[index]
         if message.role == "assistant" and message.tokens.total > 0:
-            added = sum(
+            added += sum(
                 estimate_tokens(p.state.output or "")
                 for p in message.tool_parts()
                 if p.state.status == "completed" and not p.state.time.compacted
             )
-            added += sum(_estimate_message(m) for m in visible[index + 1 :])
             return message.tokens.total + added
-    return fixed + sum(_estimate_message(m) for m in visible)
+        added += _estimate_message(message)
+        if message.role == "assistant" and message.summary and not message.error:
+            # the start of the visible history (visible_history): with the request for it
+            before = messages[index - 1] if index > 0 else None
+            if before is not None and any(isinstance(p, CompactionPart) for p in before.parts):
+                added += _estimate_message(before)
+            break
+    return fixed + added
 
 
 def _estimate_message(message: SessionMessage) -> int:

@@ -12,11 +12,14 @@ A session is a list of messages; a message (``user`` or ``assistant``) is a list
 
 An assistant message carries the token usage and cost of its model request; the session
 rolls them up. :func:`to_provider_messages` turns a session's messages into what a provider
-is sent (:class:`hookcode.providers.Message`), applying compaction and pruning.
+is sent (:class:`hookcode.providers.Message`), applying compaction and pruning;
+:class:`ProviderHistory` does the same for a history growing at its end, step after step, at a
+cost that does not grow with it.
 """
 
 from __future__ import annotations
 
+import gc
 import json
 import time
 from dataclasses import dataclass, field
@@ -34,6 +37,7 @@ __all__ = [
     "CompactionPart",
     "FilePart",
     "Part",
+    "ProviderHistory",
     "ReasoningPart",
     "SessionMessage",
     "TextPart",
@@ -216,14 +220,20 @@ def part_to_public(part: dict[str, Any]) -> dict[str, Any]:
 def visible_history(messages: list[SessionMessage]) -> list[SessionMessage]:
     """The messages the model is sent: from the last completed compaction on (the user message
     asking for the summary, the summary, what came after), else all of them."""
-    for index in range(len(messages) - 1, -1, -1):
+    start = _visible_start(messages)
+    return messages[start:] if start else messages
+
+
+def _visible_start(messages: list[SessionMessage], low: int = 0) -> int | None:
+    """Where the visible history starts when the last completed summary is at ``low`` or
+    after (see :func:`visible_history`); None when there is none there."""
+    for index in range(len(messages) - 1, low - 1, -1):
         message = messages[index]
         if message.role == "assistant" and message.summary and not message.error:
-            start = index
             if index > 0 and any(isinstance(p, CompactionPart) for p in messages[index - 1].parts):
-                start = index - 1
-            return messages[start:]
-    return messages
+                return index - 1
+            return index
+    return None
 
 
 def tool_result_block(part: ToolPart) -> dict[str, Any]:
@@ -250,30 +260,82 @@ def _result(call_id: str, output: str, is_error: bool, attachments: list) -> dic
     }
 
 
-def to_provider_messages(
-    messages: list[SessionMessage], cache: dict[str, list[Message]] | None = None
-) -> list[Message]:
+def to_provider_messages(messages: list[SessionMessage]) -> list[Message]:
     """The provider-neutral history: compaction applied, pruned outputs as a placeholder,
     each assistant turn's tool calls followed by one ``tool`` message with a result for every
-    call, in call order. Consecutive user messages are merged.
+    call, in call order. Consecutive user messages are merged."""
+    return ProviderHistory().build(messages)
 
-    ``cache`` (message id -> its provider messages) skips converting finished messages again;
-    clear it when a finished message changes (pruning)."""
-    out: list[Message] = []
-    for message in visible_history(messages):
-        cached = cache.get(message.id) if cache is not None else None
-        if cached is None:
-            cached = _convert(message)
-            if cache is not None and _finished(message):
-                cache[message.id] = cached
-        for converted in cached:
-            # copies: a provider may annotate the blocks it is given (cache markers)
-            blocks = [dict(block) for block in converted.content]
-            if converted.role == "user" and out and out[-1].role == "user":
-                out[-1] = Message("user", [*out[-1].content, *blocks])
-            else:
-                out.append(Message(converted.role, blocks))
-    return out
+
+class ProviderHistory:
+    """:func:`to_provider_messages` of one session's history as it grows, at a cost per call
+    that does not grow with the history: finished messages are converted once and their
+    provider messages kept (merged as they come); a call converts only the messages added, or
+    not finished, since the last one, and copies the list of the kept ones, not their blocks.
+
+    So the messages and blocks returned are shared between calls: whoever changes one (a
+    provider adding cache markers) changes a copy, as both built-in providers do. A new
+    completed compaction starts the kept history again from it; :meth:`clear` after a finished
+    message changed (pruning) or the history was replaced."""
+
+    def __init__(self) -> None:
+        self.clear()
+
+    def clear(self) -> None:
+        self._source: list[SessionMessage] | None = None
+        self._start = 0  # where the visible history starts
+        self._upto = 0  # messages[_start:_upto] are finished and kept, converted, in _done
+        self._last: SessionMessage | None = None  # messages[_upto - 1] when it was kept
+        self._done: list[Message] = []
+
+    def build(self, messages: list[SessionMessage]) -> list[Message]:
+        """The provider messages of ``messages`` (the same list, grown, as the last call's)."""
+        if (
+            messages is not self._source
+            or len(messages) < self._upto
+            or (self._last is not None and messages[self._upto - 1] is not self._last)
+        ):
+            self.clear()
+            self._source = messages
+        start = _visible_start(messages, self._upto)
+        if start is not None and start != self._start:
+            self._start = self._upto = start
+            self._last = None
+            self._done = []
+        index = self._upto
+        # a resumed session converts all its messages here: every object made is kept, so the
+        # garbage collector's full passes over the growing heap would only cost (as on load)
+        paused = gc.isenabled() and len(messages) - index > _MANY
+        if paused:
+            gc.disable()
+        try:
+            while index < len(messages) and _finished(messages[index]):
+                _fold(self._done, _convert(messages[index]))
+                index += 1
+        finally:
+            if paused:
+                gc.enable()
+        if index > self._upto:
+            self._upto = index
+            self._last = messages[index - 1]
+        out = self._done.copy()
+        for message in messages[index:]:
+            _fold(out, _convert(message))
+        return out
+
+
+#: converting more messages than this at once pauses the garbage collector
+_MANY = 1000
+
+
+def _fold(out: list[Message], converted: list[Message]) -> None:
+    """Append ``converted`` to ``out``, a user message merged into a user message before it
+    (as a new message: the one in ``out`` may be shared)."""
+    for message in converted:
+        if message.role == "user" and out and out[-1].role == "user":
+            out[-1] = Message("user", [*out[-1].content, *message.content])
+        else:
+            out.append(message)
 
 
 def _finished(message: SessionMessage) -> bool:

@@ -32,6 +32,7 @@ __all__ = [
     "ToolInputDelta",
     "Usage",
     "http_retry",
+    "import_soon",
     "split_model_id",
 ]
 
@@ -39,6 +40,33 @@ __all__ = [
 RETRY_STATUSES = frozenset({408, 409, 429})
 #: the longest wait a server may ask for; a longer one is not honoured (the loop's back-off is)
 MAX_RETRY_AFTER = 60.0
+
+
+#: the modules :func:`import_soon` was asked for, in this process
+_importing: set[str] = set()
+
+
+def import_soon(*modules: str) -> None:
+    """Start importing ``modules`` (in order) in a background thread and return at once; each
+    is asked for once per process. Whoever imports one of them meanwhile waits for this import
+    (Python's per-module import lock) instead of starting its own. A module that fails to
+    import is left alone: the real ``import`` reports it."""
+    wanted = [name for name in modules if name not in _importing]
+    if not wanted:
+        return
+    _importing.update(wanted)
+    import threading
+
+    def run() -> None:
+        import importlib
+
+        for name in wanted:
+            try:
+                importlib.import_module(name)
+            except Exception:  # reported by the import that needs it
+                continue
+
+    threading.Thread(target=run, name="hookcode-import", daemon=True).start()
 
 
 def split_model_id(model_id: str) -> tuple[str, str]:
@@ -180,7 +208,10 @@ class Provider(Protocol):
 
     Optional: an attribute ``max_retries`` (int, or None for the loop's default) sets how many
     times the loop retries a retryable error of this provider (its ``[provider.NAME]
-    max_retries``)."""
+    max_retries``). And a method ``preload()``, called as soon as a run knows it will use this
+    provider (:func:`hookcode.session.resolve_model`): it starts importing what the first
+    request needs (its SDK) with :func:`import_soon` and returns at once, so the import goes on
+    while the rest of the run starts."""
 
     id: str
     name: str

@@ -187,14 +187,20 @@ class Runtime:
 
     @property
     def truncator(self) -> Truncator:
-        """The output budget; old spill files are cleaned up on first use and hourly after."""
+        """The output budget. On first use and hourly after, one ``stat`` tells whether any
+        process cleaned the old spill files in the last day; if none did, a worker does."""
         if self._truncator is None:
             from hookcode.truncate import Truncator
 
-            self._truncator = Truncator(self.data_dir, self.secrets.redactor)
+            self._truncator = Truncator(
+                self.data_dir,
+                self.secrets.redactor,
+                spill_max=self.config.core.truncation.spill_max,
+            )
         if time.monotonic() >= self._next_cleanup:
             self._next_cleanup = time.monotonic() + CLEANUP_INTERVAL
-            self.executor.submit(self._cleanup_spill, self._truncator)
+            if self._truncator.cleanup_due():
+                self.executor.submit(self._cleanup_spill, self._truncator)
         return self._truncator
 
     def _cleanup_spill(self, truncator: Truncator) -> None:

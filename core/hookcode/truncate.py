@@ -4,6 +4,12 @@ Behaviour: reference/truncation.md. ``head`` and ``tail`` follow §2 of it exact
 ours (bash, ARCHITECTURE.md "Settled points"): head AND tail, each with half the budgets, joined by
 one block saying how much was left out and where the full output is.
 
+A spill file holds at most ``spill_max`` bytes (``[truncation] spill_max``, 100 MB): past it,
+its first half and its last half are kept, joined by a line saying how many bytes were dropped
+(the tail waits in an anonymous file beside it, so memory stays bounded). Old spill files are
+deleted after :data:`RETENTION_SECONDS`; the directory is walked for them at most once per
+:data:`CLEANUP_EVERY`, which a marker file's modification time records for every process.
+
 Two ways in, one result: :meth:`Truncator.truncate` takes a string; :meth:`Truncator.writer`
 returns a :class:`StreamingOutput` that takes chunks (bytes or str) and holds only O(budget)
 characters in memory. Both produce the same :class:`Truncated` for the same text.
@@ -26,6 +32,7 @@ from __future__ import annotations
 import codecs
 import os
 import re
+import tempfile
 import time
 from collections import deque
 from collections.abc import Callable, Iterable, Sequence
@@ -41,9 +48,11 @@ if TYPE_CHECKING:
     from hookcode.secrets import Redactor
 
 __all__ = [
+    "CLEANUP_EVERY",
     "DEFAULT_ADVICE",
     "DEFAULT_MAX_BYTES",
     "DEFAULT_MAX_LINES",
+    "DEFAULT_SPILL_MAX",
     "PREVIEW_CHARS",
     "RETENTION_SECONDS",
     "Advice",
@@ -57,6 +66,12 @@ __all__ = [
 DEFAULT_MAX_LINES = 2000
 DEFAULT_MAX_BYTES = 51200
 RETENTION_SECONDS = 7 * 24 * 3600
+#: the spill directory is walked for old files at most this often (by any process)
+CLEANUP_EVERY = 24 * 3600
+#: the most bytes one spill file holds (``[truncation] spill_max``)
+DEFAULT_SPILL_MAX = 100 * 1024 * 1024
+#: the marker file (in the spill directory) whose mtime is the last cleanup's time
+_CLEANUP_MARKER = ".last-cleanup"
 #: what bash's live metadata shows: the first this many characters (StreamingOutput.preview)
 PREVIEW_CHARS = 30000
 
@@ -110,23 +125,32 @@ class Truncator:
     """Cuts outputs for one data dir; spill files go to ``<data_dir>/tool-output/``."""
 
     def __init__(
-        self, data_dir: Path, redactor: Callable[[], Redactor | None] | None = None
+        self,
+        data_dir: Path,
+        redactor: Callable[[], Redactor | None] | None = None,
+        *,
+        spill_max: int = DEFAULT_SPILL_MAX,
     ) -> None:
+        if spill_max <= 0:
+            raise ValueError("spill_max must be positive")
         # not created here: a process that never truncates leaves no directory behind
         self.spill_dir: Path = Path(data_dir) / "tool-output"
         #: the current redactor of known secrets (``runtime.secrets.redactor``), if any
         self.redactor = redactor
+        #: the most bytes one spill file holds (its head and tail past that)
+        self.spill_max = spill_max
 
     def new_spill_path(self) -> Path:
         """A fresh spill file path; the id sorts by, and encodes, its creation time."""
         return self.spill_dir / new_id("tool")
 
-    def _open_spill(self) -> tuple[Path, BinaryIO]:
+    def _open_spill(self) -> tuple[Path, _SpillFile]:
         private_dir(self.spill_dir)
         path = self.new_spill_path()
         # O_EXCL: never clobber another spill file (nor follow a link put in its place)
         flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_CLOEXEC", 0)
-        return path, os.fdopen(os.open(path, flags, PRIVATE_FILE), "wb")
+        f = os.fdopen(os.open(path, flags, PRIVATE_FILE), "wb")
+        return path, _SpillFile(f, self.spill_dir, self.spill_max)
 
     def _redactor(self) -> Redactor | None:
         found = self.redactor() if self.redactor is not None else None
@@ -157,9 +181,11 @@ class Truncator:
                 if total_lines <= max_lines and total_bytes <= max_bytes:
                     return Truncated(text, False, None, total_lines, total_bytes)
         path, f = self._open_spill()
-        with f:
+        try:
             for start in range(0, len(text), _WRITE_SLICE):
                 f.write(text[start : start + _WRITE_SLICE].encode("utf-8", _ERRORS))
+        finally:
+            f.close()
         head_cap, tail_cap = _windows(direction, max_bytes)
         content = _cut(
             text[:head_cap],
@@ -192,6 +218,18 @@ class Truncator:
             redactor=self._redactor(),
         )
 
+    def cleanup_due(self, now: float | None = None, every: float = CLEANUP_EVERY) -> bool:
+        """Whether the last cleanup (by any process) is more than ``every`` seconds old; one
+        ``stat`` of the marker file, so it is cheap enough for every start."""
+        if now is None:
+            now = time.time()
+        try:
+            return os.stat(self.spill_dir / _CLEANUP_MARKER).st_mtime <= now - every
+        except FileNotFoundError:
+            return self.spill_dir.is_dir()  # no directory: nothing to clean
+        except OSError:
+            return True
+
     def cleanup(self, now: float | None = None, retention: float = RETENTION_SECONDS) -> int:
         """Delete spill files whose id time is more than ``retention`` seconds before ``now``;
         returns how many. Files of other processes count the same; foreign files are left."""
@@ -201,6 +239,11 @@ class Truncator:
             entries = list(self.spill_dir.iterdir())
         except FileNotFoundError:
             return 0
+        marker = self.spill_dir / _CLEANUP_MARKER
+        # the marker first: a process starting meanwhile finds the cleanup done
+        with open(os.open(marker, os.O_WRONLY | os.O_CREAT | os.O_CLOEXEC, PRIVATE_FILE), "wb"):
+            pass
+        os.utime(marker, (now, now))
         removed = 0
         for entry in entries:
             if not _SPILL_NAME.fullmatch(entry.name):
@@ -255,7 +298,7 @@ class StreamingOutput:
         self._suffix = _Suffix(self._tail_cap)
         self._held: list[str] = []  # everything, while no limit is crossed
         self._path: Path | None = None
-        self._file: BinaryIO | None = None
+        self._file: _SpillFile | None = None
         self._result: Truncated | None = None
 
     @property
@@ -367,6 +410,94 @@ class StreamingOutput:
         tb: TracebackType | None,
     ) -> None:
         self.finish()
+
+
+class _SpillFile:
+    """A spill file capped at ``cap`` bytes: the first half is written as it comes, the rest
+    goes round a ring of the last half in an anonymous file (memory stays bounded); closing
+    joins them, with a line saying how many bytes were dropped between them when some were.
+    Cuts fall between UTF-8 sequences, never inside one."""
+
+    def __init__(self, f: BinaryIO, directory: Path, cap: int) -> None:
+        self._f = f
+        self._dir = directory
+        self._head_room = cap // 2
+        self._tail_cap = cap - self._head_room
+        self._ring: BinaryIO | None = None
+        self._pos = 0  # where the ring's next byte goes
+        self._ring_len = 0  # bytes the ring holds
+        self._passed = 0  # bytes that went to the ring in all (the dropped ones included)
+
+    def write(self, data: bytes) -> None:
+        if self._head_room:
+            if len(data) <= self._head_room:
+                self._f.write(data)
+                self._head_room -= len(data)
+                return
+            cut = _utf8_start(data, self._head_room)
+            self._f.write(data[:cut])
+            self._head_room = 0  # the head is complete
+            data = data[cut:]
+        self._to_ring(data)
+
+    def _to_ring(self, data: bytes) -> None:
+        if not data or not self._tail_cap:
+            self._passed += len(data)
+            return
+        if self._ring is None:
+            # closed in close(); never named, so nothing is left behind by a killed process
+            self._ring = tempfile.TemporaryFile(dir=self._dir)  # noqa: SIM115
+        self._passed += len(data)
+        view = memoryview(data)[-self._tail_cap :]
+        while view:
+            n = min(len(view), self._tail_cap - self._pos)
+            self._ring.seek(self._pos)
+            self._ring.write(view[:n])
+            self._pos = (self._pos + n) % self._tail_cap
+            self._ring_len = min(self._tail_cap, self._ring_len + n)
+            view = view[n:]
+
+    def close(self) -> None:
+        try:
+            if self._ring is not None:
+                with self._ring:
+                    self._join_ring(self._ring)
+        finally:
+            self._f.close()
+
+    def _join_ring(self, ring: BinaryIO) -> None:
+        wrapped = self._passed > self._ring_len
+        start = self._pos if wrapped else 0
+        pieces = [(start, self._ring_len - start), (0, start)] if wrapped else [(0, self._ring_len)]
+        skip = 0
+        if wrapped:  # the oldest kept bytes may begin inside a UTF-8 sequence: drop those too
+            ring.seek(start)
+            first = ring.read(min(4, self._ring_len - start))
+            while skip < len(first) and first[skip] & 0xC0 == 0x80:
+                skip += 1
+        dropped = self._passed - self._ring_len + skip
+        if dropped:
+            self._f.write(
+                f"\n\n[... {dropped} bytes dropped here: the output was longer than the spill "
+                f"file's limit ([truncation] spill_max) ...]\n\n".encode()
+            )
+        for offset, size in pieces:
+            take = min(skip, size)
+            offset, size, skip = offset + take, size - take, skip - take
+            ring.seek(offset)
+            while size > 0:
+                chunk = ring.read(min(size, _WRITE_SLICE))
+                if not chunk:
+                    break
+                self._f.write(chunk)
+                size -= len(chunk)
+
+
+def _utf8_start(data: bytes, index: int) -> int:
+    """The nearest index at or before ``index`` where a UTF-8 sequence starts."""
+    while 0 < index < len(data) and data[index] & 0xC0 == 0x80:
+        index -= 1
+    return index
 
 
 class _Prefix:

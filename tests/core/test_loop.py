@@ -21,7 +21,7 @@ from hookcode.providers import (
     ToolInputDelta,
     Usage,
 )
-from hookcode.session import ABORTED, load_messages, run_session
+from hookcode.session import ABORTED, SAVE_INTERVAL, load_messages, run_session
 from hookcode.store import SessionBusy, ToolPartRecord
 from hookcode.testing import ReplyWith, ScriptedModel, ToolCallSpec, Turn
 from hookcode.tools import AbortSignal
@@ -173,6 +173,61 @@ def test_a_cut_off_call_keeps_its_raw_input(hookcode_env):
     (message,) = [m for m in rt.store.messages(result.session_id) if m["role"] == "assistant"]
     state = message["parts"][0]["state"]
     assert state["status"] == "error" and state["raw"] == '{"text": '  # half the input
+
+
+class LongInput:
+    """A provider streaming one long input in 24-character pieces, as real models do, that
+    reads the stored input back while it streams; the reply is cut off (max tokens)."""
+
+    id = "long"
+    name = "long"
+
+    def __init__(self, rt_box: list, raw: str):
+        self.rt_box = rt_box
+        self.raw = raw
+        self.stored: list[int] = []  # the stored input's length after each pause
+
+    def models(self):
+        return []
+
+    def _stored(self, session_id: str) -> int:
+        messages = self.rt_box[0].store.messages(session_id)
+        parts = [p for m in messages for p in m["parts"] if p["type"] == "tool"]
+        return len(parts[0]["state"].get("raw") or "") if parts else -1
+
+    async def stream(self, request):
+        yield ToolCallStart("c1", "note")
+        sent = 0
+        # pause (longer than SAVE_INTERVAL) after 100 KB, 150 KB (not yet double: not stored
+        # again) and 250 KB (more than double: stored)
+        for stop in (100_000, 150_000, 250_000, len(self.raw)):
+            while sent < stop:
+                yield ToolInputDelta("c1", self.raw[sent : sent + 24])
+                sent += 24
+            await asyncio.sleep(SAVE_INTERVAL * 1.5)
+            yield ToolInputDelta("c1", "")  # a piece with no text stores nothing
+            yield ToolInputDelta("c1", self.raw[sent : sent + 24])
+            sent += 24
+            await asyncio.sleep(0)
+            self.stored.append(self._stored(request.session_id))
+        yield Finish("length", Usage(input=5, output=1))
+
+
+def test_a_long_input_streams_into_one_text_stored_when_it_has_doubled(hookcode_env):
+    raw = '{"text": "' + "0123456789abcdef" * 20_000 + '"}'  # 320 KB
+    box: list = []
+    provider = LongInput(box, raw)
+    rt = runtime(hookcode_env, provider)
+    box.append(rt)
+    result = run(rt, model="long/x")
+    # stored at the first pause (over 64 KB: once it has doubled since), not at the second
+    first = provider.stored[0]
+    assert 100_000 < first <= 100_024 + 24
+    assert provider.stored[1] == first
+    assert provider.stored[2] > 250_000
+    (message,) = [m for m in rt.store.messages(result.session_id) if m["role"] == "assistant"]
+    state = message["parts"][0]["state"]
+    assert state["status"] == "error" and state["raw"] == raw  # cut off: all of it, in order
 
 
 def test_running_state_is_stored_once_the_call_waits(hookcode_env):

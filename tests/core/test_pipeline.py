@@ -795,6 +795,37 @@ def test_truncation_applied(hookcode_env: Any) -> None:
     assert seen[0]["outputPath"] == str(spill)
 
 
+def test_spill_files_stop_at_the_configured_spill_max(hookcode_env: Any) -> None:
+    runtime = make_runtime(
+        hookcode_env,
+        lines_tool("big", 500),
+        config="[truncation]\nmax_lines = 10\nspill_max = 400\n",
+    )
+    result = invoke_tool(runtime, "big").result
+    text = Path(result.metadata["outputPath"]).read_text()
+    full = "\n".join(f"line {i}" for i in range(500))
+    assert text.startswith(full[:200]) and text.endswith(full[-200:])
+    assert f"[... {len(full) - 400} bytes dropped here" in text
+
+
+def test_old_spill_files_are_cleaned_at_most_once_a_day(hookcode_env: Any) -> None:
+    spill = hookcode_env.data_dir / "tool-output"
+    spill.mkdir(parents=True)
+    old = spill / f"tool_{int((time.time() - 8 * 86400) * 1000):012x}0000abcdef"
+
+    def first_use() -> None:
+        old.write_text("x")
+        runtime = make_runtime(hookcode_env)
+        runtime.truncator  # noqa: B018 - the first use checks whether a cleanup is due
+        runtime.executor.shutdown(wait=True)  # the cleanup, if one was started, is over
+        runtime.close()
+
+    first_use()
+    assert not old.exists()  # no cleanup on record: done
+    first_use()
+    assert old.exists()  # done by an earlier process less than a day ago: not walked again
+
+
 def test_small_output_not_truncated(hookcode_env: Any) -> None:
     runtime = make_runtime(
         hookcode_env, lines_tool("small", 5), config="[truncation]\nmax_lines = 10\n"

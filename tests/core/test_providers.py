@@ -1,11 +1,15 @@
 """What core gives providers besides the protocol: :func:`hookcode.providers.http_retry`, the
 one reading of an HTTP error answer's retry hints (both HTTP providers use it; the loop does
-the retrying)."""
+the retrying), and :func:`hookcode.providers.import_soon`, the background import of an SDK
+that ``preload()`` starts once a run knows its provider."""
 
 from __future__ import annotations
 
 import email.utils
+import subprocess
+import sys
 import time
+from pathlib import Path
 
 import pytest
 from hookcode.providers import MAX_RETRY_AFTER, http_retry
@@ -52,3 +56,36 @@ def test_the_wait_the_server_asks_for() -> None:
         assert http_retry(429, {"retry-after": value}) == (True, None)
     past = email.utils.formatdate(time.time() - 30, usegmt=True)
     assert http_retry(503, {"retry-after": past}) == (True, None)
+
+
+# ---------------------------------------------------------------------------------------------
+# import_soon
+# ---------------------------------------------------------------------------------------------
+
+IMPORT_SOON = """
+import sys, threading
+sys.path.insert(0, sys.argv[1])
+from hookcode.providers import import_soon
+import_soon("first_mod", "no_such_module_anywhere", "second_mod")
+import_soon("first_mod")  # asked for already: no second thread
+workers = [t for t in threading.enumerate() if t.name == "hookcode-import"]
+for t in workers:
+    t.join()
+import first_mod, second_mod
+print(len(workers), first_mod.THREAD, second_mod.THREAD, first_mod.ORDER < second_mod.ORDER)
+"""
+
+
+def test_import_soon_imports_in_one_background_thread_in_order(tmp_path: Path) -> None:
+    for name in ("first_mod", "second_mod"):
+        (tmp_path / f"{name}.py").write_text(
+            "import threading, time\n"
+            "THREAD = threading.current_thread().name\n"
+            "ORDER = time.perf_counter_ns()\n"
+        )
+    done = subprocess.run(
+        [sys.executable, "-c", IMPORT_SOON, str(tmp_path)], capture_output=True, text=True
+    )
+    assert done.returncode == 0, done.stderr
+    # a module that cannot be imported is skipped silently: the real import reports it
+    assert done.stdout.split() == ["1", "hookcode-import", "hookcode-import", "True"]

@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import random
+import re
 import time
 import tracemalloc
 from pathlib import Path
@@ -11,9 +12,11 @@ from pathlib import Path
 import pytest
 from hookcode.ids import new_id
 from hookcode.truncate import (
+    CLEANUP_EVERY,
     DEFAULT_ADVICE,
     DEFAULT_MAX_BYTES,
     DEFAULT_MAX_LINES,
+    DEFAULT_SPILL_MAX,
     RETENTION_SECONDS,
     Direction,
     StreamingOutput,
@@ -491,7 +494,20 @@ def test_streaming_memory_is_bounded(
     assert peak < 10 * 1_048_576, f"peak {peak} bytes"
     assert result.total_bytes == count * len(chunk)
     assert result.output_path is not None
-    assert result.output_path.stat().st_size == count * len(chunk)
+    # the spill file stops at spill_max (100 MB): its head and tail, and what was dropped
+    # (cut between characters: a few bytes less with multi-byte ones)
+    size = result.output_path.stat().st_size
+    with result.output_path.open("rb") as f:
+        assert f.read(len(chunk) // 2) == chunk[: len(chunk) // 2]
+        f.seek(DEFAULT_SPILL_MAX // 2 - 8)
+        middle = f.read(200)
+        f.seek(-len(line) * 3, 2)
+        assert f.read() == line * 3
+    found = re.search(rb"\n\n\[\.\.\. (\d+) bytes dropped here: .*?\.\.\.\]\n\n", middle)
+    assert found is not None
+    kept = size - len(found.group(0))
+    assert DEFAULT_SPILL_MAX - 8 <= kept <= DEFAULT_SPILL_MAX
+    assert kept + int(found.group(1)) == count * len(chunk)
     result.output_path.unlink()
 
 
@@ -520,6 +536,72 @@ def test_cleanup_by_id_time(truncator: Truncator) -> None:
     # a shorter retention reaches the newer files too (a moment later: the fresh id may carry
     # the very millisecond `now` was taken in)
     assert truncator.cleanup(time.time() + 1, retention=0) == 2
+
+
+def test_cleanup_is_due_once_a_day_by_a_marker_any_process_sees(tmp_path: Path) -> None:
+    truncator = Truncator(tmp_path)
+    now = time.time()
+    assert not truncator.cleanup_due(now)  # no spill directory: nothing to clean
+    truncator.spill_dir.mkdir()
+    assert truncator.cleanup_due(now)  # never cleaned
+    old = truncator.spill_dir / _id_at(now - RETENTION_SECONDS - 60)
+    old.write_text("x")
+    assert truncator.cleanup(now) == 1 and not old.exists()
+    other = Truncator(tmp_path)  # another process: the marker says it was done
+    assert not other.cleanup_due(now) and not other.cleanup_due(now + CLEANUP_EVERY - 60)
+    assert other.cleanup_due(now + CLEANUP_EVERY)
+    marker = [p for p in truncator.spill_dir.iterdir() if not p.name.startswith("tool_")]
+    assert len(marker) == 1 and (marker[0].stat().st_mode & 0o777) == 0o600
+
+
+def _spilled(truncator: Truncator, text: str, stream: bool, rng: random.Random) -> str:
+    if not stream:
+        cut = truncator.truncate(text, max_lines=10, max_bytes=100)
+    else:
+        writer = truncator.writer(max_lines=10, max_bytes=100)
+        data = text.encode()
+        at = 0
+        while at < len(data):  # chunks of any size, splitting UTF-8 sequences too
+            size = rng.choice([1, 3, 7, 64, 333, 1500])
+            writer.write(data[at : at + size])
+            at += size
+        cut = writer.finish()
+    assert cut.truncated and cut.output_path is not None
+    assert cut.total_bytes == _nb(text)  # what the model is told counts all of it
+    return cut.output_path.read_bytes().decode()  # whole UTF-8 sequences only
+
+
+@pytest.mark.parametrize("stream", [False, True])
+def test_a_spill_file_keeps_its_head_and_tail_past_spill_max(tmp_path: Path, stream: bool) -> None:
+    rng = random.Random(20)
+    truncator = Truncator(tmp_path, spill_max=1000)
+    text = "".join(f"line {i}\n" for i in range(1000))  # 8,890 bytes
+    spilled = _spilled(truncator, text, stream, rng)
+    dropped = len(text) - 1000
+    assert spilled == (
+        text[:500]
+        + f"\n\n[... {dropped} bytes dropped here: the output was longer than the spill file's "
+        "limit ([truncation] spill_max) ...]\n\n" + text[-500:]
+    )
+    # no more than the limit: the whole output, nothing said
+    short = "".join(f"line {i}\n" for i in range(100))  # 790 bytes, over the model's budget
+    assert _spilled(truncator, short, stream, rng) == short
+    # the cuts fall between characters, and both ways cut alike
+    wide = "".join(rng.choice(["é", "😀", "a", "\n"]) for _ in range(3000))
+    kept = _spilled(truncator, wide, stream, rng)
+    head, _, tail = kept.partition("\n\n[... ")
+    assert wide.startswith(head) and 497 <= _nb(head) <= 500
+    tail = tail.split("...]\n\n", 1)[1]
+    assert wide.endswith(tail) and 497 <= _nb(tail) <= 500
+    assert _spilled(truncator, wide, not stream, rng) == kept
+    assert [
+        p.name for p in tmp_path.joinpath("tool-output").iterdir() if "tool_" not in p.name
+    ] == []
+
+
+def test_spill_max_must_be_positive(tmp_path: Path) -> None:
+    with pytest.raises(ValueError, match="spill_max"):
+        Truncator(tmp_path, spill_max=0)
 
 
 def test_spill_names_sort_by_creation(truncator: Truncator) -> None:

@@ -1066,6 +1066,36 @@ def test_hookcode_run_subprocess(hookcode_env: Any, fake: FakeAnthropic) -> None
 # ---------------------------------------------------------------------------------------------
 
 
+def test_a_run_that_knows_its_provider_imports_the_sdk_in_the_background(
+    hookcode_env: Any,
+) -> None:
+    code = """
+import os, sys, threading
+from pathlib import Path
+from hookcode.agents import AgentSpec
+from hookcode.plugins import create_plugins
+from hookcode.runtime import Runtime
+from hookcode.session import resolve_model
+rt = Runtime(cwd=Path.cwd(), env=dict(os.environ), plugins=create_plugins(env=dict(os.environ)))
+assert "anthropic" not in sys.modules
+provider, name, _ = resolve_model(rt, "anthropic/claude-sonnet-4-5", AgentSpec(name="build"))
+workers = [t for t in threading.enumerate() if t.name == "hookcode-import"]
+for t in workers:
+    t.join()
+print(len(workers), "anthropic" in sys.modules, name)
+"""
+    proc = subprocess.run(
+        [sys.executable, "-c", code],
+        env=hookcode_env.env,
+        cwd=hookcode_env.project,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.split() == ["1", "True", "claude-sonnet-4-5"]
+
+
 def test_importing_and_loading_the_plugin_does_not_import_the_sdk(hookcode_env: Any) -> None:
     code = """
 import sys

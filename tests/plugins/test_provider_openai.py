@@ -1122,3 +1122,32 @@ def test_importing_the_plugin_imports_no_http_client():
     proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
     assert proc.returncode == 0, proc.stderr
     assert proc.stdout.strip() == ""
+
+
+def test_a_run_that_knows_its_provider_imports_httpx_in_the_background(env: Any) -> None:
+    env.write_config('[provider.local]\ntype = "openai"\nbase_url = "http://127.0.0.1:9/v1"\n')
+    code = """
+import os, sys, threading
+from pathlib import Path
+from hookcode.agents import AgentSpec
+from hookcode.plugins import create_plugins
+from hookcode.runtime import Runtime
+from hookcode.session import resolve_model
+rt = Runtime(cwd=Path.cwd(), env=dict(os.environ), plugins=create_plugins(env=dict(os.environ)))
+assert "httpx" not in sys.modules
+resolve_model(rt, "local/m", AgentSpec(name="build"))
+workers = [t for t in threading.enumerate() if t.name == "hookcode-import"]
+for t in workers:
+    t.join()
+print(len(workers), "httpx" in sys.modules)
+"""
+    proc = subprocess.run(
+        [sys.executable, "-c", code],
+        env=env.env,
+        cwd=env.project,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.split() == ["1", "True"]

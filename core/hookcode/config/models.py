@@ -123,6 +123,15 @@ class TruncationConfig(_Strict):
     max_bytes: int = Field(
         default=51200, gt=0, description="Bytes of a tool's output the model sees (50 KB)."
     )
+    spill_max: int = Field(
+        default=100 * 1024 * 1024,
+        gt=0,
+        description=(
+            "Bytes one spill file (the full output of a cut tool result) holds at most "
+            "(100 MB); past it, its first and last halves are kept, with a line saying how "
+            "many bytes were dropped between them."
+        ),
+    )
     tools: dict[str, ToolLimits] = Field(
         default={},
         examples=[{"bash": {"max_lines": 400}}],

@@ -122,8 +122,8 @@ class SessionContext(ReplyStream):
             provider, model_name, model_id = resolve_model(rt, spec.model, spec)
         history = to_provider_messages(self.messages)
         request_text = {"type": "text", "text": compaction.SUMMARY_REQUEST}
-        if history and history[-1].role == "user":
-            history[-1].content.append(request_text)
+        if history and history[-1].role == "user":  # a new message: the last may be shared
+            history[-1] = Message("user", [*history[-1].content, request_text])
         else:
             history.append(Message("user", [request_text]))
         user = SessionMessage(
@@ -186,7 +186,7 @@ class SessionContext(ReplyStream):
         self.store.set_compacted([p.call_id for p in parts], now)
         for part in parts:
             part.state.time.compacted = now
-        self._converted.clear()
+        self._history.clear()
 
     # -- the system prompt --------------------------------------------------------------------
     def _environment(self) -> str:

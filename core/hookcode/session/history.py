@@ -15,7 +15,8 @@ from hookcode.session.model_choice import model_info
 
 if TYPE_CHECKING:
     from hookcode.agents import AgentSpec
-    from hookcode.providers import Message, ModelInfo, Provider, StreamError
+    from hookcode.messages import ProviderHistory
+    from hookcode.providers import ModelInfo, Provider, StreamError
     from hookcode.session.host import SessionHost
     from hookcode.session.result import EventCallback, RunResult
     from hookcode.store import SessionRecord, Store
@@ -54,22 +55,44 @@ def title_of(text: str) -> str:
 
 def load_messages(runtime_or_store: Any, session_id: str) -> list[SessionMessage]:
     """The session's messages as :class:`~hookcode.messages.SessionMessage` objects; parts of
-    unknown types are skipped."""
+    unknown types are skipped.
+
+    Tens of thousands of messages load in one validation of the whole list, with the garbage
+    collector paused: every object made is kept, and its full passes over the growing heap
+    would cost more than the load itself. Only when a stored message is not valid as it is,
+    are the messages validated one by one, a part that is not valid left out."""
+    import gc
+
     store = getattr(runtime_or_store, "store", runtime_or_store)
-    out: list[SessionMessage] = []
-    for raw in store.messages(session_id):
-        parts = raw.pop("parts", [])
-        message = SessionMessage.model_validate(raw)
-        for part in parts:
-            try:
-                message.parts.append(_part_adapter().validate_python(part))
-            except Exception:
-                continue
-        out.append(message)
-    return out
+    paused = gc.isenabled()
+    gc.disable()
+    try:
+        raw = store.messages(session_id)
+        adapter, known = _messages_adapter()
+        for message in raw:
+            message["parts"] = [p for p in message.get("parts", ()) if p.get("type") in known]
+        try:
+            return adapter.validate_python(raw)
+        except ValueError:  # pydantic's ValidationError: one message or part is not valid
+            return [_one_by_one(message) for message in raw]
+    finally:
+        if paused:
+            gc.enable()
+
+
+def _one_by_one(raw: dict[str, Any]) -> SessionMessage:
+    parts = raw.pop("parts", [])
+    message = SessionMessage.model_validate(raw)
+    for part in parts:
+        try:
+            message.parts.append(_part_adapter().validate_python(part))
+        except Exception:
+            continue
+    return message
 
 
 _adapter: Any = None
+_list_adapter: tuple[Any, frozenset[str]] | None = None
 
 
 def _part_adapter() -> Any:
@@ -81,6 +104,22 @@ def _part_adapter() -> Any:
 
         _adapter = TypeAdapter(Part)
     return _adapter
+
+
+def _messages_adapter() -> tuple[Any, frozenset[str]]:
+    """A validator of a list of messages, and the part types they may hold."""
+    global _list_adapter
+    if _list_adapter is None:
+        from typing import get_args
+
+        from pydantic import TypeAdapter
+
+        from hookcode.messages import Part
+
+        kinds = get_args(get_args(Part)[0])  # Annotated[A | B | ..., Field] -> (A, B, ...)
+        known = frozenset(kind.model_fields["type"].default for kind in kinds)
+        _list_adapter = (TypeAdapter(list[SessionMessage]), known)
+    return _list_adapter
 
 
 class SessionHistory:
@@ -99,8 +138,8 @@ class SessionHistory:
     messages: list[SessionMessage]
     result: RunResult
     _info: ModelInfo | bool | None
-    #: provider messages of finished messages, by message id (to_provider_messages)
-    _converted: dict[str, list[Message]]
+    #: the provider messages of the history, kept as it grows
+    _history: ProviderHistory
 
     def _open(self) -> None:
         """A session run before: mark what a dead process left running, load the history."""

@@ -43,9 +43,9 @@ from typing import TYPE_CHECKING, Any, Literal
 from hookcode.errors import HookcodeError, PermissionRejected, PromptBlocked
 from hookcode.messages import (
     CUT_OFF,
+    ProviderHistory,
     SessionMessage,
     ToolPart,
-    to_provider_messages,
 )
 from hookcode.pipeline import Outcome, invoke
 from hookcode.providers import (
@@ -148,8 +148,8 @@ class SessionLoop(SessionContext):
         self._state_saved = ""
         self._compacted_at = -1
         self._refusals_from = 0
-        #: provider messages of finished messages, by message id (to_provider_messages)
-        self._converted: dict[str, list[Message]] = {}
+        #: the provider messages of the history, kept as it grows
+        self._history = ProviderHistory()
         self._went_on = False  # a session_stop answer kept this run going
 
     # -- entry point --------------------------------------------------------------------------
@@ -280,7 +280,7 @@ class SessionLoop(SessionContext):
         system = self._system(spec)
         tools = [] if last else rt.registry.definitions(spec.name, self.session.id, self.model_id)
         params = self._params(spec, self.model_id)
-        history = to_provider_messages(self.messages, self._converted)
+        history = self._history.build(self.messages)
         if last:
             history.append(Message("assistant", [{"type": "text", "text": TEXT_ONLY}]))
         msg = self._new_assistant(spec.name, self.model_id, parent_id)

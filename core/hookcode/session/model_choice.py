@@ -31,7 +31,8 @@ def resolve_model(
     session: SessionRecord | None = None,
 ) -> tuple[Provider, str, str]:
     """(provider, model name, full id): ``model`` (``--model``), else the agent's, else the
-    session's (when continuing one), else the configured default; a clear error otherwise."""
+    session's (when continuing one), else the configured default; a clear error otherwise.
+    The provider's ``preload()``, if it has one, starts importing its SDK meanwhile."""
     model_id = (
         model or spec.model or (session.model if session else None) or runtime.config.core.model
     )
@@ -50,6 +51,9 @@ def resolve_model(
             f"unknown model provider '{provider_id}' in '{model_id}'; available providers: "
             f"{names}{hint}"
         )
+    preload = getattr(provider, "preload", None)
+    if callable(preload):
+        preload()
     return provider, name, model_id
 
 

@@ -1,7 +1,12 @@
 """Streaming one model reply into a message: text and reasoning parts growing as deltas
 arrive (stored at most every :data:`SAVE_INTERVAL` seconds), tool parts appearing ``pending``,
 parts a cut-off or an abort leaves failed, and the provider's per-session state. A part of
-:class:`~hookcode.session.SessionLoop`, which starts the calls (``_on_tool_end``)."""
+:class:`~hookcode.session.SessionLoop`, which starts the calls (``_on_tool_end``).
+
+A call's input may be megabytes, streamed in pieces of a few characters: the pieces are
+gathered by :class:`InputText` (joined when needed, never re-built per piece), and the input
+streamed so far is stored again only once it has doubled since it was last stored (or while it
+is small), so streaming, storing and redacting it cost time linear in its size."""
 
 from __future__ import annotations
 
@@ -34,10 +39,47 @@ if TYPE_CHECKING:
     from hookcode.providers import Provider
     from hookcode.tools import ToolCall
 
-__all__ = ["SAVE_INTERVAL", "ReplyStream", "Step"]
+__all__ = ["SAVE_INTERVAL", "InputText", "ReplyStream", "Step"]
 
 #: seconds between two saves of a streaming text part
 SAVE_INTERVAL = 0.2
+#: a streaming input up to this many characters is stored every :data:`SAVE_INTERVAL`; a
+#: longer one only once it has doubled since it was last stored
+SMALL_INPUT = 64 * 1024
+#: pieces gathered before they are joined into one block (bounds the per-piece overhead)
+_PIECES = 1024
+
+
+class InputText:
+    """The input text of one call as it streams: pieces appended in O(1) each, joined into
+    blocks every :data:`_PIECES` pieces (each character is copied a bounded number of times,
+    and a few dozen bytes of object overhead per piece are never held for long)."""
+
+    __slots__ = ("_blocks", "_pieces", "saved", "size")
+
+    def __init__(self) -> None:
+        self._blocks: list[str] = []
+        self._pieces: list[str] = []
+        self.size = 0  # characters so far
+        self.saved = -1  # ``size`` when last stored; -1: never
+
+    def add(self, text: str) -> None:
+        self._pieces.append(text)
+        self.size += len(text)
+        if len(self._pieces) >= _PIECES:
+            self._blocks.append("".join(self._pieces))
+            self._pieces.clear()
+
+    def text(self) -> str:
+        """The whole text so far (kept joined, so asking again costs nothing more)."""
+        if self._pieces or len(self._blocks) > 1:
+            self._blocks = ["".join([*self._blocks, *self._pieces])]
+            self._pieces.clear()
+        return self._blocks[0] if self._blocks else ""
+
+    def save_due(self) -> bool:
+        """Whether storing the text now keeps the total stored linear in its final size."""
+        return self.size != self.saved and (self.size <= SMALL_INPUT or self.size >= 2 * self.saved)
 
 
 @dataclass
@@ -55,6 +97,8 @@ class Step:
     text: list[str] = field(default_factory=list)
     dirty: set[str] = field(default_factory=set)
     saved_at: float = 0.0
+    #: part id -> the input streamed so far of a call not complete
+    inputs: dict[str, InputText] = field(default_factory=dict)
     #: persists the provider's per-session state (where a script is); run before a call starts
     save_state: Callable[[], None] | None = None
 
@@ -120,10 +164,11 @@ class ReplyStream(SessionHistory):
                     self._on_tool_start(msg, st, event.id, event.name)
                 elif isinstance(event, ToolInputDelta):
                     part = st.pending.get(event.id)
-                    if part is not None:
-                        part.state.raw = (part.state.raw or "") + event.text
+                    if part is not None and event.text:
+                        st.inputs[part.id].add(event.text)
                         self._touch(msg, st, part)
                 elif isinstance(event, ToolCallEnd):
+                    self._end_input(st, st.pending.get(event.id))
                     self._on_tool_end(msg, st, event, run_calls)
                 elif isinstance(event, Finish):
                     st.finish = event.reason or "stop"
@@ -192,18 +237,37 @@ class ReplyStream(SessionHistory):
         recognised."""
         if not st.dirty:
             return
+        kept: set[str] = set()
         for part in st.parts:
             if part.id in st.dirty:
                 if isinstance(part, ToolPart):
-                    raw = part.state.raw or ""
+                    streaming = part.id in st.inputs
+                    if streaming and not st.inputs[part.id].save_due():
+                        kept.add(part.id)  # stored again once it has grown enough
+                        continue
+                    raw = self._input_so_far(st, part) if streaming else part.state.raw or ""
                     redactor = self.runtime.secrets.redactor()
-                    streaming = any(part is p for p in st.pending.values())
                     raw = redactor.settled(raw) if streaming else redactor.redact(raw)
                     self.store.set_tool_raw(part.call_id, raw)
+                    if streaming:
+                        st.inputs[part.id].saved = st.inputs[part.id].size
                 else:
                     self._save_part(msg, part, growing=part is growing)
-        st.dirty.clear()
+        st.dirty = kept
         st.saved_at = time.monotonic()
+
+    @staticmethod
+    def _input_so_far(st: Step, part: ToolPart) -> str:
+        """The input streamed so far of a call not complete, also put in ``part.state.raw``."""
+        part.state.raw = st.inputs[part.id].text()
+        return part.state.raw
+
+    @staticmethod
+    def _end_input(st: Step, part: ToolPart | None) -> None:
+        """The input of ``part`` is complete (or cut off): all of it in ``part.state.raw``."""
+        found = st.inputs.pop(part.id, None) if part is not None else None
+        if part is not None and found is not None:
+            part.state.raw = found.text()
 
     def _unique_call_id(self, provider_id: str) -> str:
         """The provider's call id, unless it is empty or already used (some servers number
@@ -227,6 +291,7 @@ class ReplyStream(SessionHistory):
         st.parts.append(part)
         st.current = part
         st.pending[provider_id] = part
+        st.inputs[part.id] = InputText()
         with self.store.transaction():
             self.runtime.record_part(
                 ToolPartRecord(
@@ -288,6 +353,7 @@ class ReplyStream(SessionHistory):
         """After the step: cut-off calls are not run; an abort leaves nothing running."""
         aborted = st.aborted or self.abort.is_set()
         for part in st.pending.values():
+            self._end_input(st, part)
             if part.state.raw:
                 self.store.set_tool_raw(part.call_id, self.runtime.secrets.redact(part.state.raw))
             self._fail_part(msg, part, ABORTED if aborted else CUT_OFF)

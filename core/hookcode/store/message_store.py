@@ -190,8 +190,8 @@ class MessageStore(Database):
                     "output": row[8],
                     "error": row[12],
                     "title": row[9],
-                    "metadata": json.loads(row[10]) if row[10] else {},
-                    "attachments": json.loads(row[11]) if row[11] else [],
+                    "metadata": json.loads(row[10]) if row[10] and row[10] != "{}" else {},
+                    "attachments": json.loads(row[11]) if row[11] and row[11] != "[]" else [],
                     "time": {"start": row[13], "end": row[14], "compacted": row[15]},
                 }
             message["parts"].append(part)

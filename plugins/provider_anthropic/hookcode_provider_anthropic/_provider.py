@@ -1,7 +1,8 @@
 """The ``anthropic`` provider: Claude models through the official ``anthropic`` SDK.
 
-The SDK (and its HTTP client) is imported inside :meth:`AnthropicProvider.stream`, the first
-time a model of this provider runs; importing this module costs only the standard library and
+The SDK (and its HTTP client) is imported in a background thread as soon as a run knows it
+will use this provider (:meth:`AnthropicProvider.preload`), and needed by
+:meth:`AnthropicProvider.stream`; importing this module costs only the standard library and
 hookcode. The SDK's own retries are off: one request per reply, a failure reported as
 retryable or not (with the wait the server asked for), and the agent loop retries.
 """
@@ -14,7 +15,14 @@ from collections.abc import AsyncIterator, Mapping
 from typing import TYPE_CHECKING, Any
 
 from hookcode.auth import redact
-from hookcode.providers import ModelInfo, ModelRequest, StreamError, StreamEvent, http_retry
+from hookcode.providers import (
+    ModelInfo,
+    ModelRequest,
+    StreamError,
+    StreamEvent,
+    http_retry,
+    import_soon,
+)
 
 from hookcode_provider_anthropic.models import (
     DEFAULT_MAX_TOKENS_CAP,
@@ -86,6 +94,11 @@ class AnthropicProvider:
                     }
                 )
         return table
+
+    def preload(self) -> None:
+        """Start importing the SDK (about a second) while the run starts (see
+        :class:`hookcode.providers.Provider`)."""
+        import_soon("anthropic", "hookcode_provider_anthropic.events")
 
     def models(self) -> list[ModelInfo]:
         return list(self._table().values())

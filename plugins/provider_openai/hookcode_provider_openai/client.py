@@ -1,6 +1,8 @@
 """One OpenAI-compatible provider: streaming ``POST {base_url}/chat/completions`` over httpx.
 
-httpx is imported inside :meth:`OpenAIProvider.stream`, never at import time. One request per
+httpx is imported in a background thread once a run knows it will use this provider
+(:meth:`OpenAIProvider.preload`), and needed by :meth:`OpenAIProvider.stream`; never at
+import time. One request per
 reply: a failure is reported as retryable or not, with the wait the server asked for, and the
 agent loop retries. The API key is
 looked up when a request is made (environment variable, then ``hookcode auth login``); a
@@ -17,7 +19,14 @@ from typing import Any
 from urllib.parse import urlsplit
 
 from hookcode.auth import redact
-from hookcode.providers import ModelInfo, ModelRequest, StreamError, StreamEvent, http_retry
+from hookcode.providers import (
+    ModelInfo,
+    ModelRequest,
+    StreamError,
+    StreamEvent,
+    http_retry,
+    import_soon,
+)
 
 from hookcode_provider_openai.wire import (
     Prices,
@@ -83,6 +92,10 @@ class OpenAIProvider:
 
     def __repr__(self) -> str:
         return f"OpenAIProvider(id={self.id!r}, base_url={self.settings.base_url!r})"
+
+    def preload(self) -> None:
+        """Start importing httpx while the run starts (see :class:`hookcode.providers.Provider`)."""
+        import_soon("httpx")
 
     def models(self) -> list[ModelInfo]:
         out = []

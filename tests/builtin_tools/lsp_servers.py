@@ -18,6 +18,8 @@ import sys
 from collections.abc import Iterator
 from pathlib import Path
 
+from helpers.venv import COMPILED, compile_bytecode
+
 __all__ = ["CACHE", "SERVERS", "InstallFailed", "server_command"]
 
 #: name -> (pip requirements, console script, arguments)
@@ -26,10 +28,14 @@ SERVERS: dict[str, tuple[tuple[str, ...], str, tuple[str, ...]]] = {
     "jedi-language-server": (("jedi-language-server>=0.41",), "jedi-language-server", ()),
 }
 #: taken at import, before any test points HOME at a temporary directory
-_ENV = {k: v for k, v in os.environ.items()
-        if k not in ("VIRTUAL_ENV", "PYTHONPATH", "PYTHONHOME") and not k.startswith("HOOKCODE_")}
-CACHE = Path(os.environ.get("HOOKCODE_TEST_LSP_DIR")
-             or Path.home() / ".cache" / "hookcode-test-lsp")
+_ENV = {
+    k: v
+    for k, v in os.environ.items()
+    if k not in ("VIRTUAL_ENV", "PYTHONPATH", "PYTHONHOME") and not k.startswith("HOOKCODE_")
+}
+CACHE = Path(
+    os.environ.get("HOOKCODE_TEST_LSP_DIR") or Path.home() / ".cache" / "hookcode-test-lsp"
+)
 INSTALL_TIMEOUT = 600
 
 
@@ -50,8 +56,9 @@ def _locked(path: Path) -> Iterator[None]:
 
 def _run(cmd: list[str]) -> None:
     try:
-        proc = subprocess.run(cmd, capture_output=True, text=True, timeout=INSTALL_TIMEOUT,
-                              env=_ENV)
+        proc = subprocess.run(
+            cmd, capture_output=True, text=True, timeout=INSTALL_TIMEOUT, env=_ENV
+        )
     except (OSError, subprocess.TimeoutExpired) as exc:
         raise InstallFailed(f"{' '.join(cmd)}: {exc}") from None
     if proc.returncode != 0:
@@ -66,10 +73,12 @@ def server_command(name: str) -> list[str]:
     exe = venv / "bin" / script
     marker = venv / ".hookcode-installed"
     spec = " ".join(requirements)
-    if marker.is_file() and marker.read_text() == spec and exe.is_file():
+    compiled = venv / COMPILED
+    if marker.is_file() and marker.read_text() == spec and exe.is_file() and compiled.exists():
         return [str(exe), *args]
     with _locked(CACHE / f".{name}.lock"):
         if marker.is_file() and marker.read_text() == spec and exe.is_file():
+            compile_bytecode(venv, venv / "bin" / "python")
             return [str(exe), *args]
         shutil.rmtree(venv, ignore_errors=True)
         uv = shutil.which("uv", path=_ENV.get("PATH"))
@@ -83,4 +92,5 @@ def server_command(name: str) -> list[str]:
         if not exe.is_file():
             raise InstallFailed(f"{name}: {exe} missing after the install")
         marker.write_text(spec)
+        compile_bytecode(venv, python)
     return [str(exe), *args]

@@ -31,6 +31,7 @@ from typing import Any
 
 from _common import Report, machine, ms
 
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # helpers
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "builtin_tools"))
 from lsp_servers import server_command
 

@@ -19,6 +19,8 @@ import sys
 from collections.abc import Iterator
 from pathlib import Path
 
+from helpers.venv import COMPILED, compile_bytecode
+
 __all__ = ["CACHE", "NPM_SERVERS", "SERVERS", "InstallFailed", "server_command"]
 
 #: name -> (pip requirements, console script, arguments)
@@ -109,10 +111,12 @@ def server_command(name: str) -> list[str]:
     exe = venv / "bin" / script
     marker = venv / ".hookcode-installed"
     spec = " ".join(requirements)
-    if marker.is_file() and marker.read_text() == spec and exe.is_file():
+    compiled = venv / COMPILED
+    if marker.is_file() and marker.read_text() == spec and exe.is_file() and compiled.exists():
         return [str(exe), *args]
     with _locked(CACHE / f".{name}.lock"):
         if marker.is_file() and marker.read_text() == spec and exe.is_file():
+            compile_bytecode(venv, venv / "bin" / "python")
             return [str(exe), *args]
         shutil.rmtree(venv, ignore_errors=True)
         uv = shutil.which("uv", path=_ENV.get("PATH"))
@@ -126,4 +130,5 @@ def server_command(name: str) -> list[str]:
         if not exe.is_file():
             raise InstallFailed(f"{name}: {exe} missing after the install")
         marker.write_text(spec)
+        compile_bytecode(venv, python)
     return [str(exe), *args]

@@ -51,6 +51,9 @@ def run() -> str:
     return Dog().speak() + str(value)
 """
 TYPE_ERROR = 'Type "int" is not assignable to declared type "str"'
+#: one worker starts the module's shared servers (``jedi_rt``, ``pyright_env``) and runs every
+#: test of it, in the file's order, as they are written to
+pytestmark = pytest.mark.xdist_group("lsp")
 
 
 def servers_config(**servers: list[str]) -> dict:

@@ -18,7 +18,8 @@ from pathlib import Path
 import pytest
 from helpers.venv import Installed, check, clean_env, install_wheels
 
-pytestmark = pytest.mark.slow
+#: one worker builds the module's environment (``installed``) and runs every test of it
+pytestmark = [pytest.mark.slow, pytest.mark.xdist_group("example-pack")]
 
 ROOT = Path(__file__).resolve().parents[2]
 EXAMPLES = {

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import importlib.util
 import os
 import shutil
@@ -39,6 +40,27 @@ def clean_env(**extra: str) -> dict[str, str]:
     env["PYTHONDONTWRITEBYTECODE"] = "1"
     env.update(extra)
     return env
+
+
+_LIB = "Lib" if os.name == "nt" else "lib"
+#: a marker file in a cached venv whose modules are compiled to bytecode
+COMPILED = ".hookcode-compiled"
+
+
+def compile_bytecode(venv: Path, python: Path) -> None:
+    """Compile ``venv``'s modules to bytecode once (marked by a file in it): under
+    ``PYTHONDONTWRITEBYTECODE`` (common in CI) every process started from a cached venv would
+    compile them again. A failure only costs that time again: it is not an error."""
+    marker = venv / COMPILED
+    if marker.exists():
+        return
+    with contextlib.suppress(OSError, subprocess.TimeoutExpired):
+        subprocess.run(
+            [str(python), "-m", "compileall", "-q", "-j", "0", str(venv / _LIB)],
+            capture_output=True,
+            timeout=600,
+        )
+        marker.touch()
 
 
 def run(cmd: list[str | Path], *, timeout: float = 120, **kwargs) -> subprocess.CompletedProcess:
@@ -82,9 +104,9 @@ class Installed:
         )
 
 
-
-
-def install_wheels(root: Path, sources: list[Path], extra: tuple[str, ...] = ("pytest",)) -> Installed:
+def install_wheels(
+    root: Path, sources: list[Path], extra: tuple[str, ...] = ("pytest",)
+) -> Installed:
     """Build a wheel of each source folder, make a venv under ``root`` and install the wheels
     (their dependencies pinned to uv.lock) plus ``extra``."""
     uv = find_uv()

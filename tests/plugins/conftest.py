@@ -112,14 +112,19 @@ def mcp_venv() -> Path:
         if not _works(python):
             missing(f"HOOKCODE_TEST_MCP_VENV={configured} has no working {MCP_SERVER_PACKAGES}")
         return python
+    from helpers.venv import compile_bytecode
+
     root = _cache_root()
     venv = root / "venv"
     with _locked(root / ".lock"):
         stamp = venv / STAMP
         wanted = " ".join(MCP_SERVER_PACKAGES) + "\n"
         if stamp.exists() and stamp.read_text() == wanted and _works(_python(venv)):
+            compile_bytecode(venv, _python(venv))
             return _python(venv)
         error = _build(venv)
+        if error is None:
+            compile_bytecode(venv, _python(venv))
     if error is not None:
         missing(f"could not build the MCP servers' virtual environment: {error}")
     return _python(venv)

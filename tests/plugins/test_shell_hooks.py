@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from helpers.processes import recorded_pid, wait_exit
 from hookcode import ToolContext, hookimpl, tool
 from hookcode.errors import ConfigError, PermissionDenied, PermissionRejected, ToolBlocked
 from hookcode.session import run_session
@@ -407,16 +408,17 @@ def test_a_hook_that_hangs_with_children_is_killed_whole(
     hookcode_env: Any, hooks_dir: Path
 ) -> None:
     marker = hookcode_env.root / "survived"
+    pid = hookcode_env.root / "grandchild.pid"
     # the shell starts a grandchild that holds the pipes open: the whole group must die
-    configure(
-        hookcode_env,
-        ("PreToolUse", {"command": f"(sleep 3; touch {marker}) & sleep 30", "timeout": 0.5}),
-    )
+    command = f"sh -c 'echo $$ > {pid}; sleep 3; touch {marker}' & sleep 30"
+    configure(hookcode_env, ("PreToolUse", {"command": command, "timeout": 0.5}))
     runtime = runtime_for(hookcode_env)
     started = time.monotonic()
     assert invoke_tool(runtime, "bash", {"command": "true", "description": "x"}).ok
     assert time.monotonic() - started < 3
-    time.sleep(3.5)
+    grandchild = recorded_pid(pid)  # None: killed before it wrote its pid
+    # it ends at once when it was killed, after touching the marker when it was not
+    assert grandchild is None or wait_exit(grandchild, 30)
     assert not marker.exists()
 
 
@@ -426,14 +428,19 @@ def test_a_hooks_setsid_and_double_forked_children_die_with_its_timeout(
     """Not only the hook's process group: a child that left it (``setsid``, a double fork,
     a cleared environment) dies at the timeout too."""
     marker = hookcode_env.root / "survived"
+    pid = hookcode_env.root / "escaped"
     command = (
-        f"setsid sh -c 'sleep 2; touch {marker}.setsid' >/dev/null 2>&1 & "
-        f"( (env -i sh -c 'sleep 2; touch {marker}.double' &) & ) ; sleep 30"
+        f"setsid sh -c 'echo $$ > {pid}.setsid; sleep 2; touch {marker}.setsid' "
+        ">/dev/null 2>&1 & "
+        f"( (env -i sh -c 'echo $$ > {pid}.double; sleep 2; touch {marker}.double' &) & ) ; "
+        "sleep 30"
     )
     configure(hookcode_env, ("PreToolUse", {"command": command, "timeout": 0.5}))
     runtime = runtime_for(hookcode_env)
     assert invoke_tool(runtime, "bash", {"command": "true", "description": "x"}).ok
-    time.sleep(2.5)
+    # each ends at once when it was killed, after touching its marker when it was not
+    for escaped in (recorded_pid(f"{pid}.setsid"), recorded_pid(f"{pid}.double")):
+        assert escaped is None or wait_exit(escaped, 30)
     assert (
         sorted(p.name for p in hookcode_env.root.iterdir() if p.name.startswith("survived")) == []
     )

@@ -2,8 +2,48 @@
 
 from __future__ import annotations
 
+import hashlib
+import subprocess
+import sys
+import sysconfig
+from pathlib import Path
+
 import pytest
 from hookcode.testing import missing
+
+ROOT = Path(__file__).resolve().parents[1]
+#: the workspace's own sources (editable installs): compiled beside the installed packages
+SOURCES = ("core", "libs", "builtin_tools", "plugins")
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    """Compile the environment's packages and the workspace's sources to bytecode, in the
+    controlling process (not in each xdist worker), once per state of ``uv.lock`` (a marker in
+    the environment records it). Under ``PYTHONDONTWRITEBYTECODE`` (set on this machine and
+    common in CI) every process the tests start (the CLI, MCP and language servers run from
+    this environment) would otherwise compile pydantic, mcp, rich and hookcode from source
+    again; a source edited since is compiled in memory as usual, a cost of one file. Not
+    ``[tool.uv] compile-bytecode``: that makes every ``uv run`` re-check thousands of files,
+    which a user's ``uv run hookcode`` would pay too. A failure only costs that time again."""
+    if hasattr(config, "workerinput"):
+        return
+    lock = ROOT / "uv.lock"
+    marker = Path(sys.prefix) / ".hookcode-tests-compiled"
+    try:
+        state = hashlib.sha256(lock.read_bytes()).hexdigest()
+        if marker.is_file() and marker.read_text() == state:
+            return
+        paths = {sysconfig.get_paths()["purelib"], sysconfig.get_paths()["platlib"]}
+        paths.update(str(ROOT / name) for name in SOURCES)
+        subprocess.run(
+            [sys.executable, "-m", "compileall", "-q", "-j", "0", *sorted(paths)],
+            capture_output=True,
+            timeout=600,
+            check=False,
+        )
+        marker.write_text(state)
+    except (OSError, subprocess.TimeoutExpired):
+        pass
 
 
 @pytest.fixture

@@ -46,7 +46,7 @@ from hookcode.spill import (
 )
 
 if TYPE_CHECKING:
-    from hookcode.secrets import Redactor
+    from hookcode.redaction import Redactor
 
 __all__ = [
     "CLEANUP_EVERY",

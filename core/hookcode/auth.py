@@ -113,7 +113,7 @@ def redact(text: str, secrets: Iterable[str]) -> str:
 
 def redactor(secrets: Iterable[str]) -> Callable[[str], str]:
     """:func:`redact` with ``secrets`` prepared once, for redacting many strings (a
-    :class:`hookcode.secrets.Redactor` of anonymous secrets)."""
-    from hookcode.secrets import Redactor
+    :class:`hookcode.redaction.Redactor` of anonymous secrets)."""
+    from hookcode.redaction import Redactor
 
     return Redactor(secrets).redact

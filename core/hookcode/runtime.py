@@ -1,5 +1,11 @@
 """The runtime: one object tying plugins, config, registry, permissions, store and events
-together for a working directory. Built by :class:`Runtime` (never a module global)."""
+together for a working directory. Built by :class:`Runtime` (never a module global).
+
+The module is a little over the project's usual size and kept whole: it is the one class at
+the top of core's imports, and each of its parts is a short delegation to a lower module or a
+cache of what one builds (the agents and the rules, which :meth:`Runtime.invalidate` clears
+together with the secrets' cache).
+"""
 
 from __future__ import annotations
 

@@ -4,11 +4,7 @@ Behaviour: reference/truncation.md. ``head`` and ``tail`` follow §2 of it exact
 ours (bash, ARCHITECTURE.md "Settled points"): head AND tail, each with half the budgets, joined by
 one block saying how much was left out and where the full output is.
 
-A spill file holds at most ``spill_max`` bytes (``[truncation] spill_max``, 100 MB): past it,
-its first half and its last half are kept, joined by a line saying how many bytes were dropped
-(the tail waits in an anonymous file beside it, so memory stays bounded). Old spill files are
-deleted after :data:`RETENTION_SECONDS`; the directory is walked for them at most once per
-:data:`CLEANUP_EVERY`, which a marker file's modification time records for every process.
+The spill files (their directory, cap and retention) are :mod:`hookcode.spill`'s.
 
 Two ways in, one result: :meth:`Truncator.truncate` takes a string; :meth:`Truncator.writer`
 returns a :class:`StreamingOutput` that takes chunks (bytes or str) and holds only O(budget)
@@ -30,22 +26,27 @@ run the same cut code on such windows.
 from __future__ import annotations
 
 import codecs
-import os
-import re
-import tempfile
-import time
 from collections import deque
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from types import TracebackType
-from typing import TYPE_CHECKING, BinaryIO, Literal
+from typing import TYPE_CHECKING, Literal
 
-from hookcode.datadir import PRIVATE_FILE, private_dir
-from hookcode.ids import id_time, new_id
+from hookcode.spill import (
+    CLEANUP_EVERY,
+    DEFAULT_SPILL_MAX,
+    RETENTION_SECONDS,
+    WRITE_SLICE,
+    SpillFile,
+    cleanup,
+    cleanup_due,
+    new_spill_path,
+    open_spill,
+)
 
 if TYPE_CHECKING:
-    from hookcode.secrets import Redactor
+    from hookcode.redaction import Redactor
 
 __all__ = [
     "CLEANUP_EVERY",
@@ -65,13 +66,6 @@ __all__ = [
 
 DEFAULT_MAX_LINES = 2000
 DEFAULT_MAX_BYTES = 51200
-RETENTION_SECONDS = 7 * 24 * 3600
-#: the spill directory is walked for old files at most this often (by any process)
-CLEANUP_EVERY = 24 * 3600
-#: the most bytes one spill file holds (``[truncation] spill_max``)
-DEFAULT_SPILL_MAX = 100 * 1024 * 1024
-#: the marker file (in the spill directory) whose mtime is the last cleanup's time
-_CLEANUP_MARKER = ".last-cleanup"
 #: what bash's live metadata shows: the first this many characters (StreamingOutput.preview)
 PREVIEW_CHARS = 30000
 
@@ -89,13 +83,9 @@ DEFAULT_ADVICE = (
 #: either, asked only when the output is cut
 Advice = str | None | Callable[[], str | None]
 
-# spill files are named by hookcode.ids.new_id("tool"): anything else in the dir is not ours
-_SPILL_NAME = re.compile(r"tool_[0-9a-f]{12,}")
 # "surrogatepass": a str with lone surrogates (e.g. from surrogateescape) still counts and
 # writes, 3 bytes each, as Node's Buffer.byteLength counts them; the file size equals total_bytes
 _ERRORS = "surrogatepass"
-# spill writes of a big string go out in slices so encoding never doubles its memory
-_WRITE_SLICE = 1 << 20
 # small chunks would otherwise leave thousands of tiny strings in the windows
 _MAX_PARTS = 64
 
@@ -142,15 +132,10 @@ class Truncator:
 
     def new_spill_path(self) -> Path:
         """A fresh spill file path; the id sorts by, and encodes, its creation time."""
-        return self.spill_dir / new_id("tool")
+        return new_spill_path(self.spill_dir)
 
-    def _open_spill(self) -> tuple[Path, _SpillFile]:
-        private_dir(self.spill_dir)
-        path = self.new_spill_path()
-        # O_EXCL: never clobber another spill file (nor follow a link put in its place)
-        flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_CLOEXEC", 0)
-        f = os.fdopen(os.open(path, flags, PRIVATE_FILE), "wb")
-        return path, _SpillFile(f, self.spill_dir, self.spill_max)
+    def _open_spill(self) -> tuple[Path, SpillFile]:
+        return open_spill(self.spill_dir, self.spill_max)
 
     def _redactor(self) -> Redactor | None:
         found = self.redactor() if self.redactor is not None else None
@@ -182,8 +167,8 @@ class Truncator:
                     return Truncated(text, False, None, total_lines, total_bytes)
         path, f = self._open_spill()
         try:
-            for start in range(0, len(text), _WRITE_SLICE):
-                f.write(text[start : start + _WRITE_SLICE].encode("utf-8", _ERRORS))
+            for start in range(0, len(text), WRITE_SLICE):
+                f.write(text[start : start + WRITE_SLICE].encode("utf-8", _ERRORS))
         finally:
             f.close()
         head_cap, tail_cap = _windows(direction, max_bytes)
@@ -219,44 +204,14 @@ class Truncator:
         )
 
     def cleanup_due(self, now: float | None = None, every: float = CLEANUP_EVERY) -> bool:
-        """Whether the last cleanup (by any process) is more than ``every`` seconds old; one
-        ``stat`` of the marker file, so it is cheap enough for every start."""
-        if now is None:
-            now = time.time()
-        try:
-            return os.stat(self.spill_dir / _CLEANUP_MARKER).st_mtime <= now - every
-        except FileNotFoundError:
-            return self.spill_dir.is_dir()  # no directory: nothing to clean
-        except OSError:
-            return True
+        """Whether the spill directory's last cleanup (by any process) is more than ``every``
+        seconds old (:func:`hookcode.spill.cleanup_due`)."""
+        return cleanup_due(self.spill_dir, now, every)
 
     def cleanup(self, now: float | None = None, retention: float = RETENTION_SECONDS) -> int:
-        """Delete spill files whose id time is more than ``retention`` seconds before ``now``;
-        returns how many. Files of other processes count the same; foreign files are left."""
-        if now is None:
-            now = time.time()
-        try:
-            entries = list(self.spill_dir.iterdir())
-        except FileNotFoundError:
-            return 0
-        marker = self.spill_dir / _CLEANUP_MARKER
-        # the marker first: a process starting meanwhile finds the cleanup done
-        with open(os.open(marker, os.O_WRONLY | os.O_CREAT | os.O_CLOEXEC, PRIVATE_FILE), "wb"):
-            pass
-        os.utime(marker, (now, now))
-        removed = 0
-        for entry in entries:
-            if not _SPILL_NAME.fullmatch(entry.name):
-                continue
-            created = id_time(entry.name)
-            if created is None or created >= now - retention or not entry.is_file():
-                continue
-            try:
-                entry.unlink()
-            except FileNotFoundError:
-                continue  # another process's cleanup got there first
-            removed += 1
-        return removed
+        """Delete spill files older than ``retention`` seconds; returns how many
+        (:func:`hookcode.spill.cleanup`)."""
+        return cleanup(self.spill_dir, now, retention)
 
 
 class StreamingOutput:
@@ -298,7 +253,7 @@ class StreamingOutput:
         self._suffix = _Suffix(self._tail_cap)
         self._held: list[str] = []  # everything, while no limit is crossed
         self._path: Path | None = None
-        self._file: _SpillFile | None = None
+        self._file: SpillFile | None = None
         self._result: Truncated | None = None
 
     @property
@@ -410,94 +365,6 @@ class StreamingOutput:
         tb: TracebackType | None,
     ) -> None:
         self.finish()
-
-
-class _SpillFile:
-    """A spill file capped at ``cap`` bytes: the first half is written as it comes, the rest
-    goes round a ring of the last half in an anonymous file (memory stays bounded); closing
-    joins them, with a line saying how many bytes were dropped between them when some were.
-    Cuts fall between UTF-8 sequences, never inside one."""
-
-    def __init__(self, f: BinaryIO, directory: Path, cap: int) -> None:
-        self._f = f
-        self._dir = directory
-        self._head_room = cap // 2
-        self._tail_cap = cap - self._head_room
-        self._ring: BinaryIO | None = None
-        self._pos = 0  # where the ring's next byte goes
-        self._ring_len = 0  # bytes the ring holds
-        self._passed = 0  # bytes that went to the ring in all (the dropped ones included)
-
-    def write(self, data: bytes) -> None:
-        if self._head_room:
-            if len(data) <= self._head_room:
-                self._f.write(data)
-                self._head_room -= len(data)
-                return
-            cut = _utf8_start(data, self._head_room)
-            self._f.write(data[:cut])
-            self._head_room = 0  # the head is complete
-            data = data[cut:]
-        self._to_ring(data)
-
-    def _to_ring(self, data: bytes) -> None:
-        if not data or not self._tail_cap:
-            self._passed += len(data)
-            return
-        if self._ring is None:
-            # closed in close(); never named, so nothing is left behind by a killed process
-            self._ring = tempfile.TemporaryFile(dir=self._dir)  # noqa: SIM115
-        self._passed += len(data)
-        view = memoryview(data)[-self._tail_cap :]
-        while view:
-            n = min(len(view), self._tail_cap - self._pos)
-            self._ring.seek(self._pos)
-            self._ring.write(view[:n])
-            self._pos = (self._pos + n) % self._tail_cap
-            self._ring_len = min(self._tail_cap, self._ring_len + n)
-            view = view[n:]
-
-    def close(self) -> None:
-        try:
-            if self._ring is not None:
-                with self._ring:
-                    self._join_ring(self._ring)
-        finally:
-            self._f.close()
-
-    def _join_ring(self, ring: BinaryIO) -> None:
-        wrapped = self._passed > self._ring_len
-        start = self._pos if wrapped else 0
-        pieces = [(start, self._ring_len - start), (0, start)] if wrapped else [(0, self._ring_len)]
-        skip = 0
-        if wrapped:  # the oldest kept bytes may begin inside a UTF-8 sequence: drop those too
-            ring.seek(start)
-            first = ring.read(min(4, self._ring_len - start))
-            while skip < len(first) and first[skip] & 0xC0 == 0x80:
-                skip += 1
-        dropped = self._passed - self._ring_len + skip
-        if dropped:
-            self._f.write(
-                f"\n\n[... {dropped} bytes dropped here: the output was longer than the spill "
-                f"file's limit ([truncation] spill_max) ...]\n\n".encode()
-            )
-        for offset, size in pieces:
-            take = min(skip, size)
-            offset, size, skip = offset + take, size - take, skip - take
-            ring.seek(offset)
-            while size > 0:
-                chunk = ring.read(min(size, _WRITE_SLICE))
-                if not chunk:
-                    break
-                self._f.write(chunk)
-                size -= len(chunk)
-
-
-def _utf8_start(data: bytes, index: int) -> int:
-    """The nearest index at or before ``index`` where a UTF-8 sequence starts."""
-    while 0 < index < len(data) and data[index] & 0xC0 == 0x80:
-        index -= 1
-    return index
 
 
 class _Prefix:

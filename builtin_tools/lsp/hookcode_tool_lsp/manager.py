@@ -4,14 +4,12 @@ The CLI runs one ``asyncio.run`` per command and the agent loop may run several,
 pipes cannot belong to the caller's loop: one daemon thread runs an event loop that owns every
 server of the process; callers reach it with ``run_coroutine_threadsafe`` (:func:`call` from
 async code). Servers start lazily, one per (server, workspace root); a server that died is
-started again on its next use; all of them are shut down when their runtime ends (``Runtime.on_close``: closed,
-garbage-collected or at exit), or by :func:`close_all`.
+started again on its next use; all of them are shut down when their runtime ends
+(``Runtime.on_close``: closed, garbage-collected or at exit), or by :func:`close_all`.
 
-Which servers handle a file: the ``[lsp.servers.NAME]`` tables whose ``extensions`` match it;
-for an extension no configured server covers, the first built-in default found (Python:
-``basedpyright-langserver``, else ``pyright-langserver``, else ``pylsp``). Bare command names
-are looked up on the runtime's PATH, then in hookcode's own environment (the directory of
-the running interpreter, where ``pip install basedpyright`` puts its script).
+Which servers handle a file, and in which root: :mod:`hookcode_tool_lsp.servers`; what each
+of the nine operations asks a server: :mod:`hookcode_tool_lsp.operations`; how a change is
+told to a server and its diagnostics awaited: :mod:`hookcode_tool_lsp.diagnostics`.
 """
 
 from __future__ import annotations
@@ -20,14 +18,10 @@ import asyncio
 import concurrent.futures
 import contextlib
 import os
-import shutil
-import sys
-import sysconfig
 import threading
 import time
 import weakref
 from collections.abc import Coroutine, Mapping, Sequence
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, TypeVar
 
@@ -35,6 +29,9 @@ from hookcode.background import BackgroundLoop
 from hookcode.stash import StashKey
 
 from hookcode_tool_lsp.client import LspClient, LspError, ServerGone
+from hookcode_tool_lsp.diagnostics import DiagnosticsReport, notify_and_wait
+from hookcode_tool_lsp.operations import OPERATIONS, NotSupported, run_operation
+from hookcode_tool_lsp.servers import ServerSpec, find_specs, language_id, root_for
 
 __all__ = [
     "DiagnosticsReport",
@@ -59,76 +56,6 @@ START_BACKOFF = 30.0
 #: seconds ``close_all`` waits for the servers to shut down
 CLOSE_TIMEOUT = 3.0
 
-PYTHON_EXTENSIONS = (".py", ".pyi")
-PYTHON_ROOT_MARKERS = (
-    "pyproject.toml",
-    "setup.py",
-    "setup.cfg",
-    "requirements.txt",
-    "Pipfile",
-    "pyrightconfig.json",
-)
-
-
-@dataclass(frozen=True)
-class _Default:
-    name: str
-    command: tuple[str, ...]
-    extensions: tuple[str, ...]
-    root_markers: tuple[str, ...]
-
-
-#: built-in defaults: per group, the first one found is used
-DEFAULT_GROUPS: tuple[tuple[_Default, ...], ...] = (
-    (
-        _Default(
-            "basedpyright",
-            ("basedpyright-langserver", "--stdio"),
-            PYTHON_EXTENSIONS,
-            PYTHON_ROOT_MARKERS,
-        ),
-        _Default(
-            "pyright", ("pyright-langserver", "--stdio"), PYTHON_EXTENSIONS, PYTHON_ROOT_MARKERS
-        ),
-        _Default("pylsp", ("pylsp",), PYTHON_EXTENSIONS, PYTHON_ROOT_MARKERS),
-    ),
-)
-_DEFAULTS = {d.name: d for group in DEFAULT_GROUPS for d in group}
-
-LANGUAGE_IDS = {
-    ".py": "python",
-    ".pyi": "python",
-    ".js": "javascript",
-    ".mjs": "javascript",
-    ".cjs": "javascript",
-    ".jsx": "javascriptreact",
-    ".ts": "typescript",
-    ".mts": "typescript",
-    ".cts": "typescript",
-    ".tsx": "typescriptreact",
-    ".go": "go",
-    ".rs": "rust",
-    ".rb": "ruby",
-    ".c": "c",
-    ".h": "c",
-    ".cc": "cpp",
-    ".cpp": "cpp",
-    ".hpp": "cpp",
-    ".cs": "csharp",
-    ".java": "java",
-    ".kt": "kotlin",
-    ".lua": "lua",
-    ".php": "php",
-    ".sh": "shellscript",
-    ".bash": "shellscript",
-    ".zig": "zig",
-    ".swift": "swift",
-    ".ex": "elixir",
-    ".exs": "elixir",
-    ".vue": "vue",
-    ".svelte": "svelte",
-}
-
 
 class NoServer(Exception):
     """No language server is configured or found for a file."""
@@ -140,45 +67,6 @@ class Unavailable(Exception):
 
 class TooLarge(Exception):
     """The file is larger than ``[lsp] max_file_bytes``: servers never see it."""
-
-
-class NotSupported(Exception):
-    """No server for the file offers the operation (its capabilities lack it): an empty
-    result would read as "nothing found"."""
-
-
-@dataclass(frozen=True)
-class ServerSpec:
-    """One server as configured (or found) for this runtime."""
-
-    name: str
-    command: tuple[str, ...]
-    extensions: frozenset[str]
-    env: tuple[tuple[str, str], ...] = ()
-    initialization: Any = None
-    root_markers: tuple[str, ...] = ()
-    language_id: str | None = None
-    configured: bool = True
-    #: why the server cannot run (its command was not found), else None
-    unavailable: str | None = None
-
-    def handles(self, path: str) -> bool:
-        return _extension(path) in self.extensions
-
-
-@dataclass
-class DiagnosticsReport:
-    """Diagnostics after a change: every known file's latest diagnostics (merged over the
-    servers), and a note per server that could not give any."""
-
-    files: dict[str, list[dict[str, Any]]] = field(default_factory=dict)
-    problems: list[str] = field(default_factory=list)
-    servers: list[str] = field(default_factory=list)
-    #: changed files not sent to any server (too large), with why
-    large: list[str] = field(default_factory=list)
-    #: changed files a server published no diagnostics for in time, with a line saying so:
-    #: their ``files`` entry (absent, or from before the change) says nothing of the new text
-    late: list[tuple[str, str]] = field(default_factory=list)  # (path, what to say)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -263,7 +151,7 @@ class Manager:
         self.max_bytes = int(settings.max_file_bytes)
         #: config problems (a new server without a command), reported once per note
         self.config_problems: list[str] = []
-        self.specs: list[ServerSpec] = self._specs()
+        self.specs: list[ServerSpec] = find_specs(settings, self.env, cwd, self.config_problems)
         self._clients: dict[tuple[str, Path], LspClient] = {}
         self._starting: dict[tuple[str, Path], asyncio.Task[LspClient]] = {}
         self._failures: dict[tuple[str, Path], tuple[str, float]] = {}
@@ -281,72 +169,7 @@ class Manager:
             processes=runtime.processes,
         )
 
-    # -- which servers ------------------------------------------------------------------------
-    def _specs(self) -> list[ServerSpec]:
-        specs: list[ServerSpec] = []
-        covered: set[str] = set()
-        configured = dict(self.settings.servers)
-        for name, server in configured.items():
-            if server.disabled:
-                continue
-            default = _DEFAULTS.get(name)
-            command = list(server.command or (default.command if default else ()))
-            extensions = server.extensions or (list(default.extensions) if default else [])
-            if not command or not extensions:
-                self.config_problems.append(
-                    f"server '{name}' needs `command` and `extensions` in [lsp.servers.{name}]"
-                )
-                continue
-            markers = server.root_markers
-            if markers is None:
-                markers = list(default.root_markers) if default else []
-            exts = frozenset(_normalise_extension(e) for e in extensions)
-            covered |= exts
-            found = self._which(command[0])
-            specs.append(
-                ServerSpec(
-                    name=name,
-                    command=(found or command[0], *command[1:]),
-                    extensions=exts,
-                    env=tuple(server.env.items()),
-                    initialization=server.initialization or None,
-                    root_markers=tuple(markers),
-                    language_id=server.language_id,
-                    configured=True,
-                    unavailable=None if found else f"command not found: {command[0]}",
-                )
-            )
-        for group in DEFAULT_GROUPS:
-            for default in group:
-                exts = frozenset(default.extensions) - covered
-                if not exts or default.name in configured:
-                    continue
-                found = self._which(default.command[0])
-                if found is None:
-                    continue
-                specs.append(
-                    ServerSpec(
-                        name=default.name,
-                        command=(found, *default.command[1:]),
-                        extensions=exts,
-                        root_markers=default.root_markers,
-                        configured=False,
-                    )
-                )
-                covered |= exts
-                break
-        return specs
-
-    def _which(self, program: str) -> str | None:
-        if os.sep in program or (os.altsep and os.altsep in program):
-            path = Path(program).expanduser()
-            if not path.is_absolute():
-                path = self.cwd / path
-            return str(path) if path.is_file() and os.access(path, os.X_OK) else None
-        dirs = self.env.get("PATH", os.defpath).split(os.pathsep)
-        dirs += [str(Path(sys.executable).parent), sysconfig.get_path("scripts")]
-        return shutil.which(program, path=os.pathsep.join(d for d in dirs if d))
-
+    # -- which servers (hookcode_tool_lsp.servers) --------------------------------------------
     def specs_for(self, path: str | Path) -> list[ServerSpec]:
         text = str(path)
         return [spec for spec in self.specs if spec.handles(text)]
@@ -354,16 +177,7 @@ class Manager:
     def root_for(self, spec: ServerSpec, path: str | Path) -> Path:
         """The nearest directory holding a root marker, up to the worktree (inclusive);
         else the worktree (or, outside it, the file's directory)."""
-        file = Path(path)
-        inside = _is_relative_to(file, self.worktree)
-        directory = file.parent
-        while True:
-            if any((directory / marker).exists() for marker in spec.root_markers):
-                return directory
-            if (inside and directory == self.worktree) or directory.parent == directory:
-                break
-            directory = directory.parent
-        return self.worktree if inside else file.parent
+        return root_for(spec, path, self.worktree)
 
     # -- clients (on the loop) ----------------------------------------------------------------
     async def client(self, spec: ServerSpec, root: Path) -> LspClient:
@@ -440,7 +254,7 @@ class Manager:
         async def one(spec: ServerSpec) -> None:
             with contextlib.suppress(Unavailable, ServerGone, LspError):
                 client = await self.client(spec, self.root_for(spec, path))
-                await client.sync_document(path, text, _language_id(spec, path))
+                await client.sync_document(path, text, language_id(spec, path))
 
         await asyncio.gather(*(one(spec) for spec in specs))
 
@@ -500,7 +314,7 @@ class Manager:
                     report.problems.append(f"server '{spec.name}' {_reason(exc)}")
                     return
                 try:
-                    missing = await self._notify_and_wait(
+                    missing = await notify_and_wait(
                         client,
                         spec,
                         paths,
@@ -528,64 +342,6 @@ class Manager:
         )
         report.files = self.diagnostics()
         return report
-
-    async def _notify_and_wait(
-        self,
-        client: LspClient,
-        spec: ServerSpec,
-        paths: list[str],
-        gone: list[str],
-        texts: Mapping[str, str | None],
-        created: frozenset[str],
-        timeout: float,
-        debounce: float,
-        other_files: bool,
-        busy_cap: float,
-    ) -> list[tuple[str, str]]:
-        """Send the changes and wait for the diagnostics; (path, line) for each changed file
-        whose diagnostics did not come in time."""
-        for path in gone:
-            await client.close_document(path)
-        await client.files_changed([(p, 3) for p in gone])
-        waits = []
-        waited: list[str] = []
-        changes = []
-        for path in paths:
-            text = texts.get(path)
-            if text is None:
-                continue
-            since = client.last_seq(path)
-            # "created" for a file the server has not seen from us: it may have appeared on
-            # disk after the server listed the workspace (servers drop their caches for it)
-            unseen = Path(path).as_uri() not in client.documents
-            version, sent = await client.sync_document(path, text, _language_id(spec, path))
-            changes.append((path, 1 if path in created or unseen else 2))
-            publication = client.publications.get(Path(path).as_uri())
-            if (
-                not sent
-                and publication is not None
-                and (publication.version is None or publication.version >= version)
-            ):
-                continue  # nothing new to check: the latest diagnostics stand
-            waits.append(
-                client.wait_diagnostics(
-                    path,
-                    since=since if sent else 0,
-                    version=version,
-                    debounce=debounce,
-                    timeout=timeout,
-                    quiet_all=other_files,
-                    busy_cap=busy_cap,
-                )
-            )
-            waited.append(path)
-        await client.files_changed(changes)
-        came = await asyncio.gather(*waits)
-        return [
-            (path, f"diagnostics for {path} not received within {outcome.limit:.0f} s")
-            for path, outcome in zip(waited, came, strict=True)
-            if not outcome.fresh
-        ]
 
     def diagnostics(self) -> dict[str, list[dict[str, Any]]]:
         """Every file's latest diagnostics over the live servers (merged by path)."""
@@ -658,7 +414,7 @@ class Manager:
             client = await self.client(spec, root)
             try:
                 since = client.last_seq(path)
-                version, sent = await client.sync_document(path, text, _language_id(spec, path))
+                version, sent = await client.sync_document(path, text, language_id(spec, path))
                 if sent:  # as the reference: let the server check the file first
                     await client.wait_diagnostics(
                         path,
@@ -667,7 +423,7 @@ class Manager:
                         debounce=DIAGNOSTICS_DEBOUNCE,
                         timeout=DIAGNOSTICS_TIMEOUT,
                     )
-                return await _operation(client, operation, path, text, line, character, timeout)
+                return await run_operation(client, operation, path, text, line, character, timeout)
             except ServerGone:
                 if attempt == 1 and client is before:
                     continue  # it had died before this call: start it again, once
@@ -702,90 +458,6 @@ class Manager:
 
 
 # ---------------------------------------------------------------------------------------------
-# the nine operations
-# ---------------------------------------------------------------------------------------------
-
-#: operation -> (method, the server capability it needs)
-OPERATIONS: dict[str, tuple[str, str]] = {
-    "goToDefinition": ("textDocument/definition", "definitionProvider"),
-    "findReferences": ("textDocument/references", "referencesProvider"),
-    "hover": ("textDocument/hover", "hoverProvider"),
-    "documentSymbol": ("textDocument/documentSymbol", "documentSymbolProvider"),
-    "workspaceSymbol": ("workspace/symbol", "workspaceSymbolProvider"),
-    "goToImplementation": ("textDocument/implementation", "implementationProvider"),
-    "prepareCallHierarchy": ("textDocument/prepareCallHierarchy", "callHierarchyProvider"),
-    "incomingCalls": ("callHierarchy/incomingCalls", "callHierarchyProvider"),
-    "outgoingCalls": ("callHierarchy/outgoingCalls", "callHierarchyProvider"),
-}
-#: symbol kinds workspaceSymbol keeps (class, method, function, interface, variable,
-#: constant, struct, enum) and how many per server, as the reference
-WORKSPACE_SYMBOL_KINDS = frozenset({5, 6, 12, 11, 13, 14, 23, 10})
-WORKSPACE_SYMBOL_LIMIT = 10
-
-
-def _supports(client: LspClient, operation: str) -> bool:
-    method, capability = OPERATIONS[operation]
-    if method.startswith("callHierarchy/"):
-        method = "textDocument/prepareCallHierarchy"
-    return bool(client.capabilities.get(capability)) or method in client.registered
-
-
-async def _operation(
-    client: LspClient,
-    operation: str,
-    path: str,
-    text: str,
-    line: int,
-    character: int,
-    timeout: float,
-) -> list[Any]:
-    if not _supports(client, operation):
-        raise NotSupported(operation)
-    uri = Path(path).as_uri()
-    position = {"textDocument": {"uri": uri}, "position": {"line": line, "character": character}}
-    method = OPERATIONS[operation][0]
-    if operation == "findReferences":
-        params: Any = {**position, "context": {"includeDeclaration": True}}
-    elif operation == "documentSymbol":
-        params = {"textDocument": {"uri": uri}}
-    elif operation == "workspaceSymbol":
-        params = {"query": _word_at(text, line, character)}
-    elif operation in ("incomingCalls", "outgoingCalls"):
-        items = await client.request("textDocument/prepareCallHierarchy", position, timeout=timeout)
-        if not items:
-            return []
-        params = {"item": items[0]}
-    else:
-        params = position
-    result = await client.request(method, params, timeout=timeout)
-    if result is None:
-        return []
-    found = result if isinstance(result, list) else [result]
-    found = [item for item in found if item]
-    if operation == "workspaceSymbol":
-        found = [
-            s for s in found if isinstance(s, dict) and s.get("kind") in WORKSPACE_SYMBOL_KINDS
-        ][:WORKSPACE_SYMBOL_LIMIT]
-    return found
-
-
-def _word_at(text: str, line: int, character: int) -> str:
-    """The identifier at a 0-based position ('' when there is none): workspaceSymbol's query."""
-    lines = text.splitlines()
-    if not 0 <= line < len(lines):
-        return ""
-    row = lines[line]
-    if not 0 <= character <= len(row):
-        return ""
-    start = end = min(character, len(row))
-    while start > 0 and (row[start - 1].isalnum() or row[start - 1] == "_"):
-        start -= 1
-    while end < len(row) and (row[end].isalnum() or row[end] == "_"):
-        end += 1
-    return row[start:end]
-
-
-# ---------------------------------------------------------------------------------------------
 # helpers
 # ---------------------------------------------------------------------------------------------
 
@@ -817,22 +489,6 @@ def _read(path: str, limit: int) -> str | None:
     return file.text if file.exists else None
 
 
-def _extension(path: str) -> str:
-    return os.path.splitext(path)[1].lower()
-
-
-def _normalise_extension(ext: str) -> str:
-    ext = ext.strip().lower()
-    return ext if ext.startswith(".") else "." + ext
-
-
-def _language_id(spec: ServerSpec, path: str) -> str:
-    if spec.language_id:
-        return spec.language_id
-    ext = _extension(path)
-    return LANGUAGE_IDS.get(ext, ext.lstrip(".") or "plaintext")
-
-
 def _reason(exc: Unavailable) -> str:
     text = str(exc)
     return (
@@ -840,11 +496,3 @@ def _reason(exc: Unavailable) -> str:
         if text.startswith(("could not", "did not", "refused"))
         else (f"is unavailable: {text}")
     )
-
-
-def _is_relative_to(path: Path, parent: Path) -> bool:
-    try:
-        path.relative_to(parent)
-    except ValueError:
-        return False
-    return True

@@ -23,7 +23,7 @@ Config (``[mcp.NAME]``, reference agent-loop.md §11)::
 * Servers start on first need (when the tool registry is built), in parallel, each within its
   ``timeout``; one that fails is reported (``hookcode mcp list``) and the others work. One
   that loses its connection later is started again by the next call of one of its tools (at
-  most ``RESTART_LIMIT`` times within ``RESTART_WINDOW`` seconds, see ``_client``).
+  most ``RESTART_LIMIT`` times within ``RESTART_WINDOW`` seconds, see ``_restart``).
 * Remote servers get an OAuth provider unless ``oauth = false``: ``hookcode mcp auth NAME``
   logs in (in the browser), the tokens go to ``<data dir>/mcp-auth.json`` and are refreshed
   when they expire; without a login a server is ``needs_auth`` (or
@@ -84,7 +84,14 @@ def status(runtime: Runtime, *, catalog: bool = False) -> list[dict[str, Any]]:
     connected server now)."""
     if not _configured(runtime.config):
         return []
-    return manager(runtime).status(catalog=catalog)
+    found = manager(runtime)
+    out = found.status()
+    if catalog:
+        from hookcode_mcp._catalog import describe_catalog
+
+        for server, entry in zip(found.servers.values(), out, strict=True):
+            entry.update(describe_catalog(server))
+    return out
 
 
 def apply_pending(runtime: Runtime) -> list[str]:

@@ -21,7 +21,8 @@ from typing import TYPE_CHECKING, Any
 from hookcode.errors import HookcodeError
 
 if TYPE_CHECKING:
-    from hookcode_mcp._client import Manager, Server
+    from hookcode_mcp._client import Manager
+    from hookcode_mcp._server import Server
 
 __all__ = [
     "PromptError",

@@ -20,7 +20,8 @@ from hookcode.errors import ToolError
 from hookcode.tools import Tool, ToolContext, ToolResult
 
 if TYPE_CHECKING:
-    from hookcode_mcp._client import Manager, Server
+    from hookcode_mcp._client import Manager
+    from hookcode_mcp._server import Server
 
 __all__ = ["LIST_RESOURCES", "READ_RESOURCE", "ListResources", "ReadResource", "resource_tools"]
 

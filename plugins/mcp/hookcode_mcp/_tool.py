@@ -87,7 +87,7 @@ def tool_schema(input_schema: Any) -> dict[str, Any]:
 
 
 class ToolServer(Protocol):
-    """What a tool needs of its server (``hookcode_mcp._client.Server`` is one)."""
+    """What a tool needs of its server (``hookcode_mcp._server.Server`` is one)."""
 
     name: str
     config: McpServerConfig

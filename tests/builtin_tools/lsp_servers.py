@@ -32,6 +32,8 @@ SERVERS: dict[str, tuple[tuple[str, ...], str, tuple[str, ...]]] = {
 }
 #: name -> (npm packages, pinned; the script in node_modules/.bin; arguments)
 NPM_SERVERS: dict[str, tuple[tuple[str, ...], str, tuple[str, ...]]] = {
+    # Microsoft's pyright itself (basedpyright is a fork), on the system's node
+    "pyright": (("pyright@1.1.414",), "pyright-langserver", ("--stdio",)),
     "typescript-language-server": (
         ("typescript-language-server@4.4.1", "typescript@5.9.3"),
         "typescript-language-server",

@@ -1,5 +1,6 @@
 """Diagnostics after edits from language servers nobody here wrote, started cold by each test:
-pylsp (with its pyflakes extra) and typescript-language-server (npm, with typescript 5), and
+pyright (npm), pylsp (with its pyflakes extra) and typescript-language-server (npm, with
+typescript 5), and
 the wait's two edges against small scripted servers: work reported through ``$/progress``
 extends the wait past its 3 s, and a file no server published for says "not received"
 instead of reading as clean."""
@@ -48,6 +49,30 @@ def edit(rt: Any, path: Path, old: str, new: str) -> Any:
 
 def clients(rt: Any) -> list[LspClient]:
     return manager_for(rt).clients()
+
+
+# ---------------------------------------------------------------------------------------------
+# pyright (npm)
+# ---------------------------------------------------------------------------------------------
+
+
+def test_pyright_reports_a_type_error_after_an_edit(tmp_path: Path, lsp_server: Any) -> None:
+    """Microsoft's pyright, started cold, reports the type error an edit introduces; a
+    correcting edit clears it."""
+    env = env_with(tmp_path, {"pyright": {"command": lsp_server("pyright"), "extensions": [".py"]}})
+    path = env.project / "app.py"
+    path.write_text("def main() -> int:\n    return 1\n")
+    try:
+        rt = env.runtime()
+        result = edit(rt, path, "return 1", 'return "one"')
+        assert "LSP errors detected in this file" in result.output, result.output
+        (error,) = result.metadata["diagnostics"][str(path)]
+        assert '"Literal[\'one\']" is not assignable to return type "int"' in error["message"]
+        result = edit(rt, path, 'return "one"', "return 1")
+        assert result.output == "Edit applied successfully.", result.output
+        assert result.metadata["diagnostics"] == {}
+    finally:
+        env.close()
 
 
 # ---------------------------------------------------------------------------------------------

@@ -2,9 +2,9 @@
 
 Every request builds a new SDK client, and every new client used to load the system's
 certificate authorities again (about 30 ms of CPU each time, more under load). Loading them
-runs without the interpreter lock, so :meth:`~hookcode_provider_anthropic.AnthropicProvider.
-preload` has the context made in a background thread (:func:`make_soon`) while the run starts:
-it takes the second core instead of time from start-up. The context is the one the SDK's
+runs without the interpreter lock, so the provider's ``preload()`` has the context made in a
+background thread (:func:`make_soon`) while the run starts: it takes the second core instead
+of time from start-up. The context is the one the SDK's
 HTTP client makes by default (``httpx2.create_ssl_context()``: the system's authorities, or
 ``SSL_CERT_FILE`` / ``SSL_CERT_DIR``).
 """

@@ -4,7 +4,7 @@ to its first request beside the provider SDK's import.
 
 Run from the repository root:
 
-    uv run --no-sync python tests/benchmarks/bench_growth.py [--only input,steps,resume,spill,first]
+    uv run --no-sync python tests/benchmarks/bench_growth.py [--only input,text,steps,resume,spill,first]
 
 Everything lives in a temporary directory, deleted afterwards. Each figure is a median of
 several runs, beside its anchor measured in the same run:
@@ -15,6 +15,9 @@ several runs, beside its anchor measured in the same run:
   file, store). Figure: the extra time over an empty write; budget: at most 4.5x per 4x of
   content. And the 16 MB run end to end beside the same stream with no tool input handled (the
   provider's events consumed alone, no session): budget 3x.
+- text: a text reply of 1, 4 and 16 MB streamed by the scripted model in its 16-character
+  deltas (each a live event), through a whole ``run_session``. Figure: the extra time over a
+  short reply; budget: at most 4.5x per 4x.
 - steps: a session of 1,000 steps, each one call of a no-op tool, with a model that replays
   its calls without reading the request (``StepModel``); the loop's own time per step (the
   model's share subtracted) at steps 10-19 and at steps 991-1,000 (medians). Budget: the
@@ -253,6 +256,78 @@ def bench_input(report: Report, root: Path, repeat: int, via: str) -> None:
             f"<= {END_TO_END_BUDGET}x",
             top / alone <= END_TO_END_BUDGET,
         )
+
+
+# ---------------------------------------------------------------------------------------------
+# text: a long text reply
+# ---------------------------------------------------------------------------------------------
+
+
+def _reply(size: int) -> str:
+    """``size`` characters of text in lines, as a model's long answer."""
+    line = "a line of the model's long answer, with some words in it, numbered {:09d}\n"
+    count = -(-size // len(line.format(0)))
+    return "".join(line.format(i) for i in range(count))[:size]
+
+
+def bench_text(report: Report, root: Path, repeat: int) -> None:
+    """A whole ``run_session`` whose scripted model answers with 1, 4 and 16 MB of text in its
+    16-character deltas (every delta a live event, the part stored as it grows); the extra time
+    over a two-word answer."""
+    from hookcode.session import run_session
+    from hookcode.testing import ScriptedModel
+
+    counter = iter(range(10**9))
+
+    def one(size: int) -> float:
+        reply = _reply(size) if size else "all done"
+        rt = runtime(
+            root / f"text-{next(counter)}",
+            "policy_rules",
+            {},
+            ScriptedModel([reply], id="bench"),
+        )
+        try:
+            rt.agents()
+            events = 0
+
+            def on_event(kind: str, data: dict[str, Any]) -> None:
+                nonlocal events
+                events += kind == "text"
+
+            started = time.perf_counter()
+            result = asyncio.run(run_session(rt, "answer", model="bench/test", on_event=on_event))
+            elapsed = time.perf_counter() - started
+            assert result.error is None and result.text == reply, result.error
+            assert events >= len(reply) // 16, events
+            return elapsed
+        finally:
+            rt.close()
+
+    one(0)  # warm-up
+    times: dict[int, list[float]] = {}
+    for _ in range(repeat):
+        for size in (0, *SIZES):
+            times.setdefault(size, []).append(one(size))
+    medians = {k: statistics.median(v) for k, v in times.items()}
+    empty = medians[0]
+    previous: tuple[int, float] | None = None
+    for size in SIZES:
+        extra = medians[size] - empty
+        label = f"text reply of {size / MB:g} MB in 16-char deltas (scripted), over a short one"
+        if previous is None:
+            report.row(label, ms(extra), f"short reply {ms(empty)}")
+        else:
+            growth = extra / previous[1]
+            report.row(
+                label,
+                ms(extra),
+                f"{previous[0] / MB:g} MB: {ms(previous[1])}",
+                growth,
+                f"<= {GROWTH_BUDGET}x per 4x",
+                growth <= GROWTH_BUDGET,
+            )
+        previous = (size, extra)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -649,7 +724,7 @@ def bench_first(report: Report, root: Path, repeat: int) -> None:
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=(__doc__ or "").split("\n")[0])
-    parser.add_argument("--only", default="input,steps,resume,spill,first")
+    parser.add_argument("--only", default="input,text,steps,resume,spill,first")
     parser.add_argument("--repeat", type=int, default=3)
     parser.add_argument("--kb", default="", help="input sizes in KB instead of 1, 4 and 16 MB")
     parser.add_argument("--via", default="anthropic,scripted", help="input: which providers")
@@ -666,6 +741,11 @@ def main() -> int:
             report = Report("streamed tool input (issue 20, item 1)")
             for via in args.via.split(","):
                 bench_input(report, root / via, args.repeat, via)
+            report.print()
+            reports.append(report)
+        if "text" in which:
+            report = Report("a long text reply (issue 20, item 4)")
+            bench_text(report, root / "text", args.repeat)
             report.print()
             reports.append(report)
         if "steps" in which:

@@ -230,6 +230,69 @@ def test_a_long_input_streams_into_one_text_stored_when_it_has_doubled(hookcode_
     assert state["status"] == "error" and state["raw"] == raw  # cut off: all of it, in order
 
 
+class LongText:
+    """A provider streaming one long text reply in 16-character pieces (the scripted model's)
+    that reads the stored text back at pauses while it streams."""
+
+    id = "longtext"
+    name = "longtext"
+
+    def __init__(self, rt_box: list, text: str):
+        self.rt_box = rt_box
+        self.text = text
+        self.stored: list[int] = []  # the stored text's length after each pause
+
+    def models(self):
+        return []
+
+    def _stored(self, session_id: str) -> int:
+        messages = self.rt_box[0].store.messages(session_id)
+        parts = [p for m in messages for p in m["parts"] if p["type"] == "text"]
+        return len(parts[-1]["text"]) if parts and messages[-1]["role"] == "assistant" else -1
+
+    async def stream(self, request):
+        sent = 0
+        # pause (longer than SAVE_INTERVAL) after 100 KB, 150 KB (not yet double: not stored
+        # again) and 250 KB (more than double: stored)
+        for stop in (100_000, 150_000, 250_000, len(self.text)):
+            while sent < stop:
+                yield TextDelta(self.text[sent : sent + 16])
+                sent += 16
+            await asyncio.sleep(SAVE_INTERVAL * 1.5)
+            yield TextDelta(self.text[sent : sent + 16])  # the piece after a pause stores
+            sent += 16
+            await asyncio.sleep(0)
+            self.stored.append(self._stored(request.session_id))
+        yield Finish("stop", Usage(input=5, output=1))
+
+
+def test_a_long_text_streams_into_one_part_stored_when_it_has_doubled(hookcode_env):
+    text = "".join(f"line {i:06d} of the reply\n" for i in range(12_000))  # 300 KB
+    box: list = []
+    provider = LongText(box, text)
+    rt = runtime(hookcode_env, provider)
+    box.append(rt)
+    events: list[str] = []
+    result = run(
+        rt,
+        model="longtext/x",
+        on_event=lambda kind, data: events.append(data["text"]) if kind == "text" else None,
+    )
+    # every piece arrived live, in order
+    assert "".join(events) == text and len(events) == -(-len(text) // 16)
+    # stored at the first pause (over 64 KB: once it has doubled since), not at the second
+    first = provider.stored[0]
+    assert 100_000 < first <= 100_016 + 16
+    assert provider.stored[1] == first
+    assert provider.stored[2] > 250_000
+    # the whole reply, in order, in the stored part, the loaded message and the result
+    (message,) = [m for m in rt.store.messages(result.session_id) if m["role"] == "assistant"]
+    assert [p["text"] for p in message["parts"] if p["type"] == "text"] == [text]
+    (loaded,) = [m for m in load_messages(rt, result.session_id) if m.role == "assistant"]
+    assert [p.text for p in loaded.parts] == [text]
+    assert result.text == text
+
+
 def test_running_state_is_stored_once_the_call_waits(hookcode_env):
     model = SM([Turn(tool_calls=[ToolCallSpec("wait", {"seconds": 0})]), "ok"])
     rt = runtime(hookcode_env, model)

@@ -1123,3 +1123,55 @@ print(",".join(heavy))
     )
     assert proc.returncode == 0, proc.stderr
     assert proc.stdout.strip() == ""
+
+
+# ---------------------------------------------------------------------------------------------
+# the TLS context: one per process, made in the background by preload()
+# ---------------------------------------------------------------------------------------------
+
+TLS_SCRIPT = """
+import ssl, sys, threading
+from hookcode_provider_anthropic._provider import AnthropicProvider
+from hookcode_provider_anthropic import tls
+
+provider = AnthropicProvider()
+provider.preload()
+provider.preload()  # asked again: no second thread
+workers = [t for t in threading.enumerate() if t.name == "hookcode-anthropic-tls"]
+for t in workers:
+    t.join()
+made = tls._context  # made by the thread, before anyone asked for it
+ctx = tls.ssl_context()
+print(len(workers), made is ctx, ctx is tls.ssl_context(), ctx.verify_mode == ssl.CERT_REQUIRED,
+      ctx.check_hostname)
+"""
+
+
+def test_preload_makes_one_tls_context_per_process_in_the_background() -> None:
+    done = subprocess.run([sys.executable, "-c", TLS_SCRIPT], capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.split() == ["1", "True", "True", "True", "True"]
+
+
+def test_every_request_of_a_process_uses_the_one_tls_context(fake: FakeAnthropic) -> None:
+    import anthropic
+    from hookcode_provider_anthropic import tls
+
+    seen: list[Any] = []
+    original = anthropic.DefaultAsyncHttpxClient
+
+    class Recording(original):  # the SDK's client, recording the context it was given
+        def __init__(self, **kwargs: Any) -> None:
+            seen.append(kwargs.get("verify"))
+            super().__init__(**kwargs)
+
+    fake.script("test-model", reply(text("one")), reply(text("two")))
+    p = provider(fake)
+    anthropic.DefaultAsyncHttpxClient = Recording  # type: ignore[misc]
+    try:
+        for _ in range(2):
+            events = collect(p, request())
+            assert any(isinstance(e, TextDelta) for e in events)
+    finally:
+        anthropic.DefaultAsyncHttpxClient = original  # type: ignore[misc]
+    assert len(seen) == 2 and seen[0] is seen[1] is tls.ssl_context()

@@ -151,7 +151,7 @@ class SessionContext(ReplyStream):
             msg, provider, model_name, system, history, [], params, "compaction", run_calls=False
         )
         self._close_parts(msg, st)
-        if st.error is None and not st.aborted and not "".join(st.text).strip():
+        if st.error is None and not st.aborted and not st.reply_text().strip():
             st.error = StreamError("the compaction request returned no summary")
         self._finish_message(msg, st)
         self.result.compactions += 1

@@ -309,7 +309,7 @@ class SessionLoop(SessionContext):
                 "cost": msg.cost,
             },
         )
-        text = "".join(st.text)
+        text = st.reply_text()
         if text.strip():
             result.text = text
         result.outcomes.extend(outcomes)

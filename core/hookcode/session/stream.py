@@ -3,10 +3,12 @@ arrive (stored at most every :data:`SAVE_INTERVAL` seconds), tool parts appearin
 parts a cut-off or an abort leaves failed, and the provider's per-session state. A part of
 :class:`~hookcode.session.SessionLoop`, which starts the calls (``_on_tool_end``).
 
-A call's input may be megabytes, streamed in pieces of a few characters: the pieces are
-gathered by :class:`InputText` (joined when needed, never re-built per piece), and the input
-streamed so far is stored again only once it has doubled since it was last stored (or while it
-is small), so streaming, storing and redacting it cost time linear in its size."""
+A text part or a call's input may be megabytes, streamed in pieces of a few characters: the
+pieces are gathered by :class:`StreamedText` (joined when needed, never re-built per piece),
+and the text streamed so far is stored again only once it has doubled since it was last stored
+(or while it is small), so streaming, storing and redacting it cost time linear in its size.
+A streaming part's ``text`` (a call's ``state.raw``) is therefore brought up to date when it is
+stored and when its stream ends, not at every piece; the live events carry every piece."""
 
 from __future__ import annotations
 
@@ -39,19 +41,19 @@ if TYPE_CHECKING:
     from hookcode.providers import Provider
     from hookcode.tools import ToolCall
 
-__all__ = ["SAVE_INTERVAL", "InputText", "ReplyStream", "Step"]
+__all__ = ["SAVE_INTERVAL", "ReplyStream", "Step", "StreamedText"]
 
 #: seconds between two saves of a streaming text part
 SAVE_INTERVAL = 0.2
-#: a streaming input up to this many characters is stored every :data:`SAVE_INTERVAL`; a
-#: longer one only once it has doubled since it was last stored
-SMALL_INPUT = 64 * 1024
+#: a streaming text or input up to this many characters is stored every
+#: :data:`SAVE_INTERVAL`; a longer one only once it has doubled since it was last stored
+SMALL_TEXT = 64 * 1024
 #: pieces gathered before they are joined into one block (bounds the per-piece overhead)
 _PIECES = 1024
 
 
-class InputText:
-    """The input text of one call as it streams: pieces appended in O(1) each, joined into
+class StreamedText:
+    """The text of one part (or one call's input) as it streams: pieces appended in O(1) each, joined into
     blocks every :data:`_PIECES` pieces (each character is copied a bounded number of times,
     and a few dozen bytes of object overhead per piece are never held for long)."""
 
@@ -79,7 +81,7 @@ class InputText:
 
     def save_due(self) -> bool:
         """Whether storing the text now keeps the total stored linear in its final size."""
-        return self.size != self.saved and (self.size <= SMALL_INPUT or self.size >= 2 * self.saved)
+        return self.size != self.saved and (self.size <= SMALL_TEXT or self.size >= 2 * self.saved)
 
 
 @dataclass
@@ -94,13 +96,20 @@ class Step:
     usage: Usage = field(default_factory=Usage)
     error: StreamError | None = None
     aborted: bool = False
-    text: list[str] = field(default_factory=list)
     dirty: set[str] = field(default_factory=set)
     saved_at: float = 0.0
     #: part id -> the input streamed so far of a call not complete
-    inputs: dict[str, InputText] = field(default_factory=dict)
+    inputs: dict[str, StreamedText] = field(default_factory=dict)
+    #: part id -> the text streamed so far of a text or reasoning part of this attempt
+    texts: dict[str, StreamedText] = field(default_factory=dict)
     #: persists the provider's per-session state (where a script is); run before a call starts
     save_state: Callable[[], None] | None = None
+
+    def reply_text(self) -> str:
+        """The text this attempt's text parts received so far (reasoning not included)."""
+        return "".join(
+            self.texts[part.id].text() for part in self.parts if isinstance(part, TextPart)
+        )
 
 
 class ReplyStream(SessionHistory):
@@ -203,7 +212,11 @@ class ReplyStream(SessionHistory):
         part: ReasoningPart | TextPart | None = st.current if isinstance(st.current, kind) else None
         if isinstance(part, ReasoningPart) and (part.redacted or (part.signature and text)):
             part = None  # that block is complete (redacted, or sealed by its signature)
-        if redacted and isinstance(part, ReasoningPart) and (part.text or part.signature):
+        if (
+            redacted
+            and isinstance(part, ReasoningPart)
+            and (st.texts[part.id].size or part.signature)
+        ):
             part = None  # a redacted block is a block of its own
         if part is None:
             self._flush(msg, st)
@@ -211,8 +224,10 @@ class ReplyStream(SessionHistory):
             msg.parts.append(part)
             st.parts.append(part)
             st.current = part
+            st.texts[part.id] = StreamedText()
             self._save_part(msg, part)
-        part.text += text
+        if text:
+            st.texts[part.id].add(text)
         if reasoning:
             if signature:
                 part.signature = signature  # type: ignore[union-attr]
@@ -220,7 +235,6 @@ class ReplyStream(SessionHistory):
                 part.redacted = redacted  # type: ignore[union-attr]
             self.emit("reasoning", {"text": text, "message_id": msg.id, "part_id": part.id})
         else:
-            st.text.append(text)
             self.emit("text", {"text": text, "message_id": msg.id, "part_id": part.id})
         self._touch(msg, st, part)
 
@@ -252,6 +266,13 @@ class ReplyStream(SessionHistory):
                     if streaming:
                         st.inputs[part.id].saved = st.inputs[part.id].size
                 else:
+                    streamed = st.texts.get(part.id)
+                    if streamed is not None:
+                        if part is growing and not streamed.save_due():
+                            kept.add(part.id)  # stored again once it has grown enough
+                            continue
+                        part.text = streamed.text()
+                        streamed.saved = streamed.size
                     self._save_part(msg, part, growing=part is growing)
         st.dirty = kept
         st.saved_at = time.monotonic()
@@ -291,7 +312,7 @@ class ReplyStream(SessionHistory):
         st.parts.append(part)
         st.current = part
         st.pending[provider_id] = part
-        st.inputs[part.id] = InputText()
+        st.inputs[part.id] = StreamedText()
         with self.store.transaction():
             self.runtime.record_part(
                 ToolPartRecord(

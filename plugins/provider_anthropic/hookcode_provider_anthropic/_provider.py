@@ -1,7 +1,8 @@
 """The ``anthropic`` provider: Claude models through the official ``anthropic`` SDK.
 
 The SDK (and its HTTP client) is imported in a background thread as soon as a run knows it
-will use this provider (:meth:`AnthropicProvider.preload`), and needed by
+will use this provider (:meth:`AnthropicProvider.preload`), and the clients' TLS context made
+in another (:mod:`hookcode_provider_anthropic.tls`, once per process); both are needed by
 :meth:`AnthropicProvider.stream`; importing this module costs only the standard library and
 hookcode. The SDK's own retries are off: one request per reply, a failure reported as
 retryable or not (with the wait the server asked for), and the agent loop retries.
@@ -31,6 +32,7 @@ from hookcode_provider_anthropic.models import (
     AnthropicModel,
     lookup_model,
 )
+from hookcode_provider_anthropic.tls import make_soon, ssl_context
 
 if TYPE_CHECKING:
     from hookcode.auth import Credentials
@@ -99,6 +101,7 @@ class AnthropicProvider:
         """Start importing the SDK (about a second) while the run starts (see
         :class:`hookcode.providers.Provider`)."""
         import_soon("anthropic", "hookcode_provider_anthropic.events")
+        make_soon()
 
     def models(self) -> list[ModelInfo]:
         return list(self._table().values())
@@ -197,6 +200,8 @@ class AnthropicProvider:
             client_args["auth_token"] = token
         if self.settings.timeout is not None:
             client_args["timeout"] = self.settings.timeout
+        # the SDK's default HTTP client, with the process's one TLS context (see .tls)
+        client_args["http_client"] = anthropic.DefaultAsyncHttpxClient(verify=ssl_context())
         client = anthropic.AsyncAnthropic(**client_args)
         try:
             stream = await client.messages.create(**body, stream=True)

@@ -120,7 +120,7 @@ def register(app: typer.Typer, state: CliState) -> None:
         failure); 1 the run failed, or a call was refused for want of an approver; 130
         aborted (Ctrl-C).
         """
-        from hookcode.cli.frontend import run_cli
+        from hookcode.cli.running import run_cli
 
         if cont and session_id:
             raise typer.BadParameter("use --continue or --session, not both")
@@ -295,7 +295,7 @@ def start_chat(
     yes: bool = False,
     script: str | None = None,
 ) -> None:
-    from hookcode.cli.frontend import chat
+    from hookcode.cli.chat import chat
 
     if script:
         os.environ["HOOKCODE_SCRIPT"] = os.path.abspath(script)
@@ -311,7 +311,7 @@ def start_chat(
 def _fail(json_out: bool, message: str) -> NoReturn:
     """End ``run`` with ``message``; in JSON output, after a ``result`` object carrying it."""
     if json_out:
-        from hookcode.cli.frontend import json_line
+        from hookcode.cli.display import json_line
         from hookcode.session import RunResult
 
         result = RunResult(session_id="", error=message).to_dict()

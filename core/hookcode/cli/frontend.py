@@ -4,7 +4,7 @@ a run (:mod:`hookcode.cli.display`), running a turn (:mod:`hookcode.cli.running`
 
 from __future__ import annotations
 
-from hookcode.cli.chat import chat, chat_command
+from hookcode.cli.chat import chat
 from hookcode.cli.display import JSON_SCHEMA, JsonDisplay, ResultDisplay, TextDisplay, json_line
 from hookcode.cli.prompts import (
     PROMPT_CHOICES,
@@ -28,7 +28,6 @@ __all__ = [
     "TextDisplay",
     "approval_hint",
     "chat",
-    "chat_command",
     "exit_code",
     "has_terminal",
     "hung_up",

@@ -1,0 +1,73 @@
+"""The chat and the prompts in a real terminal (a pty), typed key by key and read from the
+screen: the permission prompt's single keys, the spinner, the chat's commands, line editing
+and history, Ctrl-C, and the model's Markdown. The model is the scripted provider."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+from helpers.terminal import Terminal
+from hookcode.testing import HookcodeEnv
+
+
+def script(env: HookcodeEnv, *turns: Any) -> Path:
+    path = env.root / "script.json"
+    path.write_text(json.dumps(list(turns)))
+    return path
+
+
+def bash_call(command: str) -> dict[str, Any]:
+    return {"tool_calls": [{"name": "bash", "args": {"command": command, "description": "tidy"}}]}
+
+
+def test_the_permission_prompt_takes_single_keys(hookcode_env: HookcodeEnv) -> None:
+    turns = script(
+        hookcode_env,
+        bash_call("rm -f zz && echo first"),
+        bash_call("rm -f yy && echo second"),
+        bash_call("rm -f xx && echo third"),
+        "all done",
+    )
+    args = ["run", "--model", "scripted/x", "--script", str(turns), "go"]
+    with Terminal(args, hookcode_env.env, hookcode_env.project) as term:
+        shown = term.expect("Allow? ")
+        shown = shown[shown.index("Permission required") :]  # (the spinner ran before)
+        assert shown.count("rm -f zz && echo first") == 1  # the command, once
+        assert "opaque" not in shown and "read_only" not in shown  # the policies' fields
+        assert '"always" remembers: bash rm *  echo *' in shown
+        assert "[y] yes, once" in shown and "[n] no" in shown
+        term.type("\r")  # Enter alone answers nothing
+        term.expect("(press y/a/p/n/f)")
+        term.type("y")
+        term.expect("yes, once")
+        term.expect("✓ bash rm -f zz && echo first")
+        term.expect("Allow? ")
+        term.type("a")  # always: rm * and echo * for this session
+        term.expect("always, this session")
+        term.expect("✓ bash rm -f yy && echo second")
+        # remembered: the third call is not asked about
+        term.expect("✓ bash rm -f xx && echo third")
+        term.expect("all done")
+        assert term.wait() == 0
+        assert term.text.count("Allow? ") == 2
+
+
+def test_n_refuses_and_f_refuses_with_feedback(hookcode_env: HookcodeEnv) -> None:
+    for key in ("n", "f"):
+        turns = script(hookcode_env, bash_call("rm -f zz"), "unreached")
+        args = ["run", "--model", "scripted/x", "--script", str(turns), "go"]
+        with Terminal(args, hookcode_env.env, hookcode_env.project) as term:
+            term.expect("Allow? ")
+            term.type(key)
+            if key == "f":
+                term.expect("Feedback for the model")
+                term.type("use trash instead\r")
+            term.expect("✗ bash rm -f zz")
+            assert term.wait() == 0
+            if key == "n":
+                assert "unreached" not in term.text  # a plain no ends the run
+            else:  # the feedback goes to the model, which goes on
+                assert "feedback: use trash" in term.text.split("✗ bash rm -f zz")[1]
+                assert "unreached" in term.text

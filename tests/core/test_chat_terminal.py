@@ -71,3 +71,31 @@ def test_n_refuses_and_f_refuses_with_feedback(hookcode_env: HookcodeEnv) -> Non
             else:  # the feedback goes to the model, which goes on
                 assert "feedback: use trash" in term.text.split("✗ bash rm -f zz")[1]
                 assert "unreached" in term.text
+
+
+def test_the_spinner_shows_the_wait_the_tools_and_their_last_output_lines(
+    hookcode_env: HookcodeEnv,
+) -> None:
+    # the tool prints its lines, then waits for the file `go` (the test makes it once the
+    # screen shows the lines): the spinner is seen while the tool runs, not guessed at
+    command = "rm -f zz; for i in 1 2 3 4 5 6 7; do echo out$i; done; while [ ! -e go ]; do sleep 0.05; done"
+    turns = script(
+        hookcode_env,
+        {"text": "", "delay": 2.5, "tool_calls": bash_call(command)["tool_calls"]},
+        "finished",
+    )
+    args = ["run", "--model", "scripted/x", "--script", str(turns), "go"]
+    with Terminal(args, hookcode_env.env, hookcode_env.project) as term:
+        term.expect("waiting for the model")
+        term.expect("1s")  # the elapsed time counts
+        term.expect("Allow? ")
+        term.type("y")
+        term.expect("yes, once")
+        term.expect("running bash rm -f zz")  # back after the prompt
+        term.expect("│ out7")  # the last lines of the output, live
+        shown = term.text[term.text.rindex("running bash") :]
+        assert "│ out3" in shown and "│ out1" not in shown  # only the last few
+        (hookcode_env.project / "go").write_text("")
+        term.expect("✓ bash rm -f zz")
+        term.expect("finished")
+        assert term.wait() == 0

@@ -13,6 +13,7 @@ import sys
 from typing import IO, TYPE_CHECKING, Any
 
 from hookcode.cli import screen
+from hookcode.cli.live import LiveStatus
 from hookcode.cli.screen import write as _write
 
 if TYPE_CHECKING:
@@ -38,8 +39,10 @@ def _summary(tool: str, args: Any) -> str:
 
 
 class TextDisplay:
-    """Text on stdout as it streams; tool calls on stderr (a spinner while they run when
-    stderr is a terminal); usage and cost at the end."""
+    """Text on stdout as it streams; tool calls on stderr; usage and cost at the end. When
+    stderr is a terminal, a spinner with the elapsed time shows while the model is asked and
+    while tools run, with the last lines of a running tool's output (:mod:`hookcode.cli.live`;
+    :meth:`bus_event` receives the ``tool.updated`` events)."""
 
     def __init__(self, stdout: IO[str] | None = None, stderr: IO[str] | None = None) -> None:
         self.out = stdout or sys.stdout
@@ -47,12 +50,13 @@ class TextDisplay:
         self.tty = self.err.isatty()
         self.at_line_start = True
         self.running: dict[str, str] = {}
-        self.status: Any = None
         self.console: Any = None
+        self.live: LiveStatus | None = None
         if self.tty:
             from rich.console import Console
 
             self.console = Console(file=self.err, highlight=False)
+            self.live = LiveStatus(self.console)
         screen.set_display(self)
 
     # the event callback of the loop
@@ -82,8 +86,15 @@ class TextDisplay:
             "yellow",
         )
 
+    def on_step_start(self, data: dict[str, Any]) -> None:
+        if self.live is not None:
+            self.live.waiting(True)
+            self._spin()
+
     def on_text(self, data: dict[str, Any]) -> None:
         text = data["text"]
+        if self.live is not None:
+            self.live.waiting(False)
         self._stop_spinner()
         _write(self.out, text)
         self.at_line_start = text.endswith("\n")
@@ -99,13 +110,20 @@ class TextDisplay:
         if not self.at_line_start:
             _write(self.out, "\n")
             self.at_line_start = True
-        if self.tty:
+        if self.live is not None:
+            self.live.waiting(False)
+            self.live.tool_started(data["call_id"], label)
             self._spin()
         else:
             self._line(f"-> {label}")
 
     def on_tool_result(self, data: dict[str, Any]) -> None:
         label = self.running.pop(data["call_id"], data["tool"])
+        if self.live is not None:
+            self.live.tool_ended(data["call_id"])
+            if not self.running:
+                self.live.waiting(True)  # the tools' results go back to the model
+            self._stop_spinner()  # the line below goes above the spinner
         if data["ok"]:
             title = data.get("title") or ""
             text = f"✓ {label}" + (f"  ({title})" if title and title not in label else "")
@@ -113,8 +131,16 @@ class TextDisplay:
         else:
             error = (data.get("error") or "").strip().splitlines()
             self._line(f"✗ {label}: {error[0] if error else 'failed'}", "red")
-        if self.tty:
-            self._spin()
+        self._spin()
+
+    def bus_event(self, event: Any) -> None:
+        """An event of the runtime's bus: ``tool.updated`` carries a running tool's output so
+        far (bash's ``metadata["output"]``), whose last lines show under the spinner."""
+        if event.type != "tool.updated" or self.live is None:
+            return
+        output = (event.properties.get("metadata") or {}).get("output")
+        if isinstance(output, str) and output:
+            self.live.tool_output(str(event.properties.get("call_id")), output)
 
     def on_retry(self, data: dict[str, Any]) -> None:
         self._line(
@@ -131,18 +157,12 @@ class TextDisplay:
             self._line("compacting the conversation (it nears the model's context window)", "dim")
 
     def _spin(self) -> None:
-        if not self.running or screen.prompting.is_set():
+        if self.live is None:
+            return
+        if screen.prompting.is_set():
             self._stop_spinner()
             return
-        from rich.text import Text
-
-        # the tools' inputs: a Text, never read as markup (`cat [/etc/hosts]`)
-        text = Text("running " + ", ".join(self.running.values()))
-        if self.status is None:
-            self.status = self.console.status(text, spinner="dots")
-            self.status.start()
-        else:
-            self.status.update(text)
+        self.live.show()
 
     def pause(self) -> None:
         """A prompt is on the terminal: the spinner stops."""
@@ -150,13 +170,11 @@ class TextDisplay:
 
     def resume(self) -> None:
         """The prompt is answered: the spinner comes back for the tools still running."""
-        if self.tty:
-            self._spin()
+        self._spin()
 
     def _stop_spinner(self) -> None:
-        status, self.status = self.status, None
-        if status is not None:
-            status.stop()
+        if self.live is not None:
+            self.live.hide()
 
     def close(self) -> None:
         self._stop_spinner()
@@ -164,6 +182,8 @@ class TextDisplay:
             screen.set_display(None)
 
     def finish(self, result: RunResult | None) -> None:
+        if self.live is not None:
+            self.live.waiting(False)
         self._stop_spinner()
         if not self.at_line_start:
             _write(self.out, "\n")

@@ -82,11 +82,17 @@ def run_turn(
                 with contextlib.suppress(Exception):
                     loop.remove_signal_handler(signum)
 
+    # the display's live parts (a running tool's output) follow the runtime's events
+    bus_event = getattr(display, "bus_event", None)
+    live = getattr(display, "live", None) is not None and bus_event is not None
+    unsubscribe = runtime.events.subscribe(bus_event) if live else None
     try:
         return asyncio.run(main())
     except KeyboardInterrupt:
         return None
     finally:
+        if unsubscribe is not None:
+            unsubscribe()
         with contextlib.suppress(OSError):
             display.close()
 

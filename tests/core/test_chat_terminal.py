@@ -99,3 +99,79 @@ def test_the_spinner_shows_the_wait_the_tools_and_their_last_output_lines(
         term.expect("✓ bash rm -f zz")
         term.expect("finished")
         assert term.wait() == 0
+
+
+def chat_env(env: HookcodeEnv) -> dict[str, str]:
+    """The environment of a chat with the echo model (it says back what it was sent)."""
+    chat = dict(env.env)
+    chat["HOOKCODE_CONFIG_CONTENT"] = 'model = "scripted/echo"'
+    chat.pop("HOOKCODE_SCRIPT", None)
+    return chat
+
+
+#: the chat's prompt, as the screen shows it (the line editor draws ">" at a line's start)
+PROMPT = "\n>"
+UP, CTRL_C, CTRL_D, CTRL_R, ALT_ENTER = "\x1b[A", "\x03", "\x04", "\x12", "\x1b\r"
+
+
+def test_history_multi_line_input_and_ctrl_c(hookcode_env: HookcodeEnv) -> None:
+    env = chat_env(hookcode_env)
+    with Terminal(["chat"], env, hookcode_env.project) as term:
+        term.expect(PROMPT)
+        term.type("alpha one\r")
+        term.expect("alpha one")  # the echo
+        term.expect(PROMPT)
+        term.type("beta two\r")
+        term.expect("beta two")
+        term.expect(PROMPT)
+        term.type(UP + UP + "\r")  # recalled: alpha one, sent again
+        term.expect("alpha one")
+        term.expect(PROMPT)
+        term.type("first line" + ALT_ENTER + "second line\r")  # one message, two lines
+        term.expect("second line")
+        term.expect(PROMPT)
+        term.type("half typed" + CTRL_C)  # clears the line, does not quit
+        term.type("gamma\r")
+        term.expect("gamma")
+        term.expect(PROMPT)
+        term.type("/nosuch\r")
+        term.expect("unknown command /nosuch")
+        term.expect(PROMPT)
+        term.type(CTRL_C)
+        term.expect("Ctrl-C again")
+        term.type(CTRL_C)
+        assert term.wait() == 0
+    sent = [line for line in term.text.splitlines() if "half typed" in line]
+    assert not any("gamma" in line for line in sent)  # the cleared text was not sent
+    history = (hookcode_env.data_dir / "chat_history").read_text()
+    assert "alpha one" in history and "+first line\n+second line" in history
+    assert "half typed" not in history  # cleared, never sent
+
+    # the history is kept: a new chat finds it with Ctrl-R
+    with Terminal(["chat"], env, hookcode_env.project) as term:
+        term.expect(PROMPT)
+        term.type(CTRL_R + "bet")
+        term.expect("beta two")
+        term.type("\r\r")  # take it, then send it
+        term.expect("tokens in")
+        term.expect(PROMPT)
+        term.type(CTRL_D)
+        assert term.wait() == 0
+
+
+def test_ctrl_c_stops_a_reply_and_the_chat_goes_on(hookcode_env: HookcodeEnv) -> None:
+    turns = script(hookcode_env, {"text": "never said", "delay": 600}, "said after")
+    args = ["chat", "--model", "scripted/x", "--script", str(turns)]
+    with Terminal(args, hookcode_env.env, hookcode_env.project) as term:
+        term.expect(PROMPT)
+        term.type("take your time\r")
+        term.expect("waiting for the model")
+        term.type(CTRL_C)
+        term.expect("aborting")
+        term.expect(PROMPT)  # the chat is still there
+        term.type("again\r")
+        term.expect("said after")
+        term.expect(PROMPT)
+        term.type("/exit\r")
+        assert term.wait() == 0
+        assert "never said" not in term.text

@@ -102,8 +102,11 @@ class Terminal:
             env={**env, "TERM": term, "COLUMNS": str(cols), "LINES": str(rows)},
             cwd=cwd,
             start_new_session=True,
+            # the terminal is the process's controlling one: Ctrl-C is SIGINT, as in a shell
+            preexec_fn=lambda: fcntl.ioctl(0, termios.TIOCSCTTY, 0),
         )
         os.close(slave)
+        self.rows = rows
         self.raw = b""
         self.searched = 0  # where the next expect looks from
         self.closed = False
@@ -125,6 +128,10 @@ class Terminal:
             self.closed = True
             return False
         self.raw += chunk
+        for _ in range(chunk.count(b"\x1b[6n")):  # a cursor position request (prompt_toolkit
+            # asks): answered as a terminal does, the row told by the lines printed so far
+            row = min(self.rows, self.raw.count(b"\n") + 1)
+            os.write(self.master, f"\x1b[{row};1R".encode())
         return True
 
     def expect(self, text: str, timeout: float = 60) -> str:

@@ -32,7 +32,8 @@ def chat(
     stdin: IO[str] | None = None,
 ) -> int:
     """The interactive chat: one loop run per message, all in one session. With a terminal
-    the prompt is rich's; otherwise every stdin line is a message (scripts and tests)."""
+    the line editor reads them (:mod:`hookcode.cli.chat_input`); otherwise every stdin line
+    is a message (scripts and tests)."""
     from rich.console import Console
 
     source = stdin or sys.stdin
@@ -47,13 +48,16 @@ def chat(
     )
     if interactive:
         state.note(CHAT_HELP)
+    editor = None
+    if interactive:
+        from hookcode.cli.chat_input import LineEditor
+
+        editor = LineEditor(runtime.data_dir)
     code = 0
     while not state.done:
         try:
-            if interactive:
-                from rich.prompt import Prompt
-
-                line = Prompt.ask("[bold cyan]>[/]", console=console)
+            if editor is not None:
+                line = editor.read()
             else:
                 line = source.readline()
                 if not line:

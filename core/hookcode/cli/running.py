@@ -84,8 +84,8 @@ def run_turn(
 
     # the display's live parts (a running tool's output) follow the runtime's events
     bus_event = getattr(display, "bus_event", None)
-    live = getattr(display, "live", None) is not None and bus_event is not None
-    unsubscribe = runtime.events.subscribe(bus_event) if live else None
+    live = getattr(display, "live", None) is not None
+    unsubscribe = runtime.events.subscribe(bus_event) if live and bus_event is not None else None
     try:
         return asyncio.run(main())
     except KeyboardInterrupt:

@@ -175,3 +175,43 @@ def test_ctrl_c_stops_a_reply_and_the_chat_goes_on(hookcode_env: HookcodeEnv) ->
         term.type("/exit\r")
         assert term.wait() == 0
         assert "never said" not in term.text
+
+
+MARKDOWN = """# The plan
+
+Some **bold** words and a path: [/etc/hosts] and [bold]not markup[/bold].
+
+- first item
+- second item
+
+```python
+def greet(name):
+    return f"hello {name}"
+```
+
+1. one
+2. two
+"""
+
+
+def test_the_models_markdown_is_rendered(hookcode_env: HookcodeEnv) -> None:
+    turns = script(hookcode_env, {"text": MARKDOWN}, {"text": MARKDOWN})
+    args = ["chat", "--model", "scripted/x", "--script", str(turns)]
+    with Terminal(args, hookcode_env.env, hookcode_env.project) as term:
+        term.expect(PROMPT)
+        term.type("plan it\r")
+        shown = term.expect("tokens in")
+        term.expect(PROMPT)
+        term.type("/exit\r")
+        assert term.wait() == 0
+    assert "The plan" in shown and "# The plan" not in shown  # a heading, not its hashes
+    # (the screen is read as printed: the live block's renderings as it grew are in it too)
+    assert "**bold**" not in shown and "Some bold words" in shown
+    assert "[/etc/hosts]" in shown and "[bold]not markup[/bold]" in shown  # never Rich markup
+    assert "• first item" in shown and "• second item" in shown
+    assert "```python" not in shown and 'return f"hello {name}"' in shown  # a code block
+    assert " 1 one" in shown and " 2 two" in shown
+    assert "MarkupError" not in term.text
+    # the code is highlighted: colour sequences around it
+    raw = term.raw.decode(errors="replace")
+    assert "\x1b[" in raw[raw.index("def") - 40 : raw.index("def")]

@@ -14,6 +14,7 @@ from typing import IO, TYPE_CHECKING, Any
 
 from hookcode.cli import screen
 from hookcode.cli.live import LiveStatus
+from hookcode.cli.markdown import MarkdownStream
 from hookcode.cli.screen import write as _write
 
 if TYPE_CHECKING:
@@ -57,6 +58,12 @@ class TextDisplay:
 
             self.console = Console(file=self.err, highlight=False)
             self.live = LiveStatus(self.console)
+        #: the model's text as Markdown, when stdout is a terminal (else as it comes)
+        self.markdown: MarkdownStream | None = None
+        if self.out.isatty():
+            from rich.console import Console
+
+            self.markdown = MarkdownStream(Console(file=self.out, highlight=False))
         screen.set_display(self)
 
     # the event callback of the loop
@@ -65,7 +72,14 @@ class TextDisplay:
         if handler is not None:
             handler(data)
 
+    def _end_text(self) -> None:
+        """The model's message is over (a tool starts, a line of ours follows): its Markdown is
+        rendered for good."""
+        if self.markdown is not None:
+            self.markdown.end()
+
     def _line(self, text: str, style: str | None = None) -> None:
+        self._end_text()
         if not self.at_line_start:
             _write(self.out, "\n")
             self.at_line_start = True
@@ -96,8 +110,14 @@ class TextDisplay:
         if self.live is not None:
             self.live.waiting(False)
         self._stop_spinner()
+        if self.markdown is not None and not screen.prompting.is_set():
+            self.markdown.feed(text)
+            return
         _write(self.out, text)
         self.at_line_start = text.endswith("\n")
+
+    def on_step(self, data: dict[str, Any]) -> None:
+        self._end_text()
 
     def on_reasoning(self, data: dict[str, Any]) -> None:
         return  # reasoning is stored, not shown
@@ -107,6 +127,7 @@ class TextDisplay:
             return
         label = _summary(data["tool"], data.get("input"))
         self.running[data["call_id"]] = label
+        self._end_text()
         if not self.at_line_start:
             _write(self.out, "\n")
             self.at_line_start = True
@@ -166,6 +187,7 @@ class TextDisplay:
 
     def pause(self) -> None:
         """A prompt is on the terminal: the spinner stops."""
+        self._end_text()
         self._stop_spinner()
 
     def resume(self) -> None:
@@ -178,6 +200,7 @@ class TextDisplay:
 
     def close(self) -> None:
         self._stop_spinner()
+        self._end_text()
         if screen.current_display() is self:
             screen.set_display(None)
 
@@ -185,6 +208,7 @@ class TextDisplay:
         if self.live is not None:
             self.live.waiting(False)
         self._stop_spinner()
+        self._end_text()
         if not self.at_line_start:
             _write(self.out, "\n")
             self.at_line_start = True

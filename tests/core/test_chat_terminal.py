@@ -215,3 +215,21 @@ def test_the_models_markdown_is_rendered(hookcode_env: HookcodeEnv) -> None:
     # the code is highlighted: colour sequences around it
     raw = term.raw.decode(errors="replace")
     assert "\x1b[" in raw[raw.index("def") - 40 : raw.index("def")]
+
+
+def test_a_bracketed_tool_input_in_the_chat_and_its_prompt(hookcode_env: HookcodeEnv) -> None:
+    command = "rm -f '[/etc/hosts]' && echo 'list[str]'"
+    turns = script(hookcode_env, bash_call(command), "done with [/x]")
+    args = ["chat", "--model", "scripted/x", "--script", str(turns)]
+    with Terminal(args, hookcode_env.env, hookcode_env.project) as term:
+        term.expect(PROMPT)
+        term.type("go\r")
+        shown = term.expect("Allow? ")
+        assert f"$ {command}" in shown  # as written, never read as markup
+        term.type("y")
+        term.expect(f"✓ bash {command}")
+        term.expect("done with [/x]")
+        term.expect(PROMPT)
+        term.type("/exit\r")
+        assert term.wait() == 0
+    assert "MarkupError" not in term.text and "Traceback" not in term.text

@@ -130,7 +130,7 @@ def _session(chat: ChatState, arguments: str) -> None:
 
 
 def _sessions(chat: ChatState, arguments: str) -> None:
-    from hookcode.cli.sessions import resolve_session
+    from hookcode.cli.session_ref import resolve_session
     from hookcode.errors import HookcodeError
 
     store = chat.runtime.store

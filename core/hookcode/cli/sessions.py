@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING, Any, NoReturn
 
 import typer
 
+from hookcode.cli.session_ref import resolve_session
 from hookcode.cli.state import fail, print_json
 from hookcode.errors import HookcodeError
 
@@ -23,28 +24,6 @@ class Format(StrEnum):
     text = "text"
     json = "json"
     json_result = "json-result"
-
-
-def resolve_session(store: Any, ref: str) -> Any:
-    """The session ``ref`` names: its id, or a prefix of exactly one session's id. Raises
-    HookcodeError when none matches, or listing the candidates when several do."""
-    record = store.get_session(ref) if ref else None
-    if record is not None:
-        return record
-    found = store.sessions_by_prefix(ref, limit=_CANDIDATES + 1) if ref else []
-    if len(found) == 1:
-        return found[0]
-    if not found:
-        raise HookcodeError(f"no session '{ref}' (see `hookcode sessions list`)")
-    shown = [f"{r.id} ({r.title})" if r.title else r.id for r in found[:_CANDIDATES]]
-    more = ", ..." if len(found) > _CANDIDATES else ""
-    raise HookcodeError(
-        f"session id prefix '{ref}' is ambiguous: {', '.join(shown)}{more}; give more of the id"
-    )
-
-
-#: how many sessions an ambiguous prefix error names
-_CANDIDATES = 5
 
 
 def _pick_session(rt: Any, cont: bool, session_id: str | None) -> Any:

@@ -275,7 +275,7 @@ def chat_message(message: UserMessage, session: SessionRecord, runtime: Host) ->
 @hookspec(firstresult=True)
 def chat_command(name: str, arguments: str, runtime: Host) -> str | None:
     """A slash command typed in the chat (``/name arguments``) that the chat's own commands
-    (``/new``, ``/compact``...) do not know; the MCP plugin runs ``/server:prompt`` this way.
+    (``/help``, ``/model``, ``/clear``...) do not know; the MCP plugin runs ``/server:prompt`` this way.
 
     Args:
         name: the command without its slash (``git:commit``).
@@ -284,9 +284,23 @@ def chat_command(name: str, arguments: str, runtime: Host) -> str | None:
 
     Returns:
         The text to send as the user's message instead of the line, or None when the command
-        is not this plugin's (with no answer the line is sent as typed). Raise
-        :class:`~hookcode.errors.HookcodeError` to refuse it: the chat prints the message and
-        sends nothing.
+        is not this plugin's (when no plugin takes it, the chat says the command is unknown and
+        sends nothing). Raise :class:`~hookcode.errors.HookcodeError` to refuse it: the chat
+        prints the message and sends nothing.
+    """
+    ...
+
+
+@hookspec
+def chat_commands(runtime: Host) -> list[tuple[str, str]] | None:
+    """The slash commands this plugin runs through :func:`chat_command`, for the chat's
+    ``/help`` (the MCP plugin lists its servers' prompts).
+
+    Args:
+        runtime: the runtime running the chat.
+
+    Returns:
+        (name without its slash, one-line description) pairs, or None.
     """
     ...
 

@@ -160,6 +160,7 @@ def test_prompts_are_chat_commands(hookcode_env: Any, mcp_everything_server: lis
         "/every:args-prompt",  # its required argument is missing: nothing is sent
         "/every:no-such-prompt",
         "/every:simple-prompt",
+        "/help",
         "/exit",
     ]
     done = run_hookcode(hookcode_env, "chat", timeout=120, stdin="\n".join(lines) + "\n")
@@ -171,6 +172,10 @@ def test_prompts_are_chat_commands(hookcode_env: Any, mcp_everything_server: lis
     assert "MCP server 'every' has no prompt 'no-such-prompt'" in done.stderr
     assert "/every:simple-prompt" in done.stderr  # the error names the prompts there are
     assert "every:args-prompt" not in done.stdout  # never sent as typed
+    # /help lists the prompts, with their arguments
+    help_text = done.stderr[done.stderr.index("From plugins (MCP prompts):") :]
+    assert "/every:args-prompt" in help_text and "CITY STATE" in help_text
+    assert "/every:simple-prompt" in help_text
 
 
 # ---------------------------------------------------------------------------------------------

@@ -28,7 +28,7 @@ def _unknown(rt: Any, error: UnknownTool, agent: str) -> str:
 
 
 def _refused(rt: Any, name: str, session_id: str, *, yes: bool) -> str:
-    from hookcode.cli.frontend import approval_hint, has_terminal
+    from hookcode.cli.running import approval_hint, has_terminal
 
     refused = [r for r in rt.refusals if r.session_id == session_id]
     protected = any(r.metadata.get("protected") for r in refused)

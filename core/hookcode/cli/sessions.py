@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING, Any, NoReturn
 
 import typer
 
+from hookcode.cli.session_ref import resolve_session
 from hookcode.cli.state import fail, print_json
 from hookcode.errors import HookcodeError
 
@@ -23,28 +24,6 @@ class Format(StrEnum):
     text = "text"
     json = "json"
     json_result = "json-result"
-
-
-def resolve_session(store: Any, ref: str) -> Any:
-    """The session ``ref`` names: its id, or a prefix of exactly one session's id. Raises
-    HookcodeError when none matches, or listing the candidates when several do."""
-    record = store.get_session(ref) if ref else None
-    if record is not None:
-        return record
-    found = store.sessions_by_prefix(ref, limit=_CANDIDATES + 1) if ref else []
-    if len(found) == 1:
-        return found[0]
-    if not found:
-        raise HookcodeError(f"no session '{ref}' (see `hookcode sessions list`)")
-    shown = [f"{r.id} ({r.title})" if r.title else r.id for r in found[:_CANDIDATES]]
-    more = ", ..." if len(found) > _CANDIDATES else ""
-    raise HookcodeError(
-        f"session id prefix '{ref}' is ambiguous: {', '.join(shown)}{more}; give more of the id"
-    )
-
-
-#: how many sessions an ambiguous prefix error names
-_CANDIDATES = 5
 
 
 def _pick_session(rt: Any, cont: bool, session_id: str | None) -> Any:
@@ -120,7 +99,7 @@ def register(app: typer.Typer, state: CliState) -> None:
         failure); 1 the run failed, or a call was refused for want of an approver; 130
         aborted (Ctrl-C).
         """
-        from hookcode.cli.frontend import run_cli
+        from hookcode.cli.running import run_cli
 
         if cont and session_id:
             raise typer.BadParameter("use --continue or --session, not both")
@@ -295,7 +274,7 @@ def start_chat(
     yes: bool = False,
     script: str | None = None,
 ) -> None:
-    from hookcode.cli.frontend import chat
+    from hookcode.cli.chat import chat
 
     if script:
         os.environ["HOOKCODE_SCRIPT"] = os.path.abspath(script)
@@ -311,7 +290,7 @@ def start_chat(
 def _fail(json_out: bool, message: str) -> NoReturn:
     """End ``run`` with ``message``; in JSON output, after a ``result`` object carrying it."""
     if json_out:
-        from hookcode.cli.frontend import json_line
+        from hookcode.cli.display import json_line
         from hookcode.session import RunResult
 
         result = RunResult(session_id="", error=message).to_dict()

@@ -38,7 +38,7 @@ class CliState:
         whose own code or settings would be skipped is offered for trust first (before
         anything of it is loaded)."""
         if self._runtime is None:
-            from hookcode.cli.frontend import AutoApprove, TerminalFrontend
+            from hookcode.cli.prompts import AutoApprove, TerminalFrontend
             from hookcode.runtime import Runtime
 
             trusted = None

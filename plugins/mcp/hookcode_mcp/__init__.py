@@ -154,6 +154,16 @@ def chat_command(name: str, arguments: str, runtime: Runtime) -> str | None:
 
 
 @hookimpl
+def chat_commands(runtime: Runtime) -> list[tuple[str, str]] | None:
+    """The configured servers' prompts, for the chat's ``/help``."""
+    if not _configured(runtime.config):
+        return None
+    from hookcode_mcp._catalog import prompt_commands
+
+    return prompt_commands(manager(runtime))
+
+
+@hookimpl
 def chat_message(runtime: Runtime) -> None:
     _apply_here(runtime)
 

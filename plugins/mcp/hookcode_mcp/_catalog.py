@@ -33,6 +33,7 @@ __all__ = [
     "list_prompts",
     "list_resources",
     "offers",
+    "prompt_commands",
     "prompt_text",
     "read_resource",
 ]
@@ -185,6 +186,24 @@ def expand_prompt(manager: Manager, name: str, words: str) -> str | None:
         f"prompts/get {prompt_name}", lambda s, _: s.get_prompt(prompt_name, arguments)
     )
     return prompt_text(result)
+
+
+def prompt_commands(manager: Manager) -> list[tuple[str, str]]:
+    """(command, description) of every prompt of the configured servers that answer (the
+    chat's ``/help``); a server that fails to list its prompts is left out."""
+    manager.start()
+    found: list[tuple[str, str]] = []
+    for server_name, server in manager.servers.items():
+        try:
+            prompts = list_prompts(server)
+        except HookcodeError:
+            continue
+        for prompt in prompts:
+            arguments = " ".join(argument.name.upper() for argument in prompt.arguments or [])
+            description = " ".join((prompt.description or "").split())
+            usage = f"{arguments}  {description}".strip() if arguments else description
+            found.append((command_name(server_name, prompt.name), usage or "MCP prompt"))
+    return found
 
 
 # ---------------------------------------------------------------------------------------------

@@ -68,6 +68,8 @@ DEFAULT_MAX_LINES = 2000
 DEFAULT_MAX_BYTES = 51200
 #: what bash's live metadata shows: the first this many characters (StreamingOutput.preview)
 PREVIEW_CHARS = 30000
+#: how much of the newest output :meth:`StreamingOutput.latest` keeps (a live display's tail)
+LATEST_CHARS = 4096
 
 Direction = Literal["head", "tail", "both"]
 _DIRECTIONS = ("head", "tail", "both")
@@ -251,6 +253,8 @@ class StreamingOutput:
         # one prefix window serves both the head cut and the live preview
         self._prefix = _Prefix(max(self._head_cap, PREVIEW_CHARS))
         self._suffix = _Suffix(self._tail_cap)
+        # the newest text, for a live display's last lines (the tail window when it is as big)
+        self._latest = self._suffix if self._tail_cap >= LATEST_CHARS else _Suffix(LATEST_CHARS)
         self._held: list[str] = []  # everything, while no limit is crossed
         self._path: Path | None = None
         self._file: SpillFile | None = None
@@ -293,6 +297,8 @@ class StreamingOutput:
         self._chars += len(text)
         self._prefix.add(text)
         self._suffix.add(text)
+        if self._latest is not self._suffix:
+            self._latest.add(text)
         if self._file is not None:
             data = text.encode("utf-8", _ERRORS)
             self._bytes += len(data)
@@ -319,6 +325,14 @@ class StreamingOutput:
             raise ValueError(f"preview keeps at most {self._prefix.cap} characters")
         head = self._prefix.text()[:limit_chars]
         return head + "\n\n..." if self._chars > limit_chars else head
+
+    def latest(self, limit_chars: int = LATEST_CHARS) -> str:
+        """The last ``limit_chars`` characters seen so far (redacted like the rest): what a live
+        display shows of a running command whose output outgrew :meth:`preview`."""
+        if limit_chars > LATEST_CHARS:
+            raise ValueError(f"latest keeps at most {LATEST_CHARS} characters")
+        text = self._latest.text()
+        return text[max(0, len(text) - limit_chars) :]
 
     def finish(self) -> Truncated:
         """Flush, close the spill file and return the result; later calls return it again."""

@@ -192,6 +192,19 @@ def test_live_preview_reaches_metadata_events(rt):
     assert all(e.properties["metadata"]["description"] == "Prints twice" for e in seen)
 
 
+def test_live_updates_carry_the_newest_output_past_the_preview(rt):
+    """The preview is the output's first 30,000 characters; a live display needs the newest
+    lines too, so each update also carries the tail (``metadata["tail"]``), and an update is
+    published when only the tail changed."""
+    seen = []
+    rt.events.subscribe(lambda event: seen.append(event) if event.type == "tool.updated" else None)
+    ok(bash(rt, "seq 1 20000; sleep 0.4; echo last-line", "Prints a lot"))
+    metadata = [e.properties["metadata"] for e in seen]
+    assert metadata[-1]["output"].endswith("\n\n...")  # the head preview is full
+    assert metadata[-1]["tail"].endswith("20000\nlast-line\n")
+    assert any(m["tail"].endswith("20000\n") for m in metadata[:-1])  # before the last line
+
+
 def test_shell_env_hook_sets_variables(hookcode_env):
     class Env:
         @hookimpl

@@ -466,6 +466,31 @@ def test_preview(truncator: Truncator) -> None:
     exact.finish()
 
 
+@pytest.mark.parametrize("direction", DIRECTIONS)
+def test_latest_is_the_newest_text_in_every_direction(
+    truncator: Truncator, direction: Direction
+) -> None:
+    """``latest`` (a live display's tail) keeps the newest LATEST_CHARS characters, redacted,
+    whatever window the cut keeps, before and after a limit is crossed."""
+    from hookcode.secrets import Redactor, Secret
+    from hookcode.truncate import LATEST_CHARS
+
+    redactor = Redactor([Secret("sk-live-0123456789abcdef", "KEY")])
+    out = StreamingOutput(truncator, direction=direction, redactor=redactor)
+    out.write(b"first\n")
+    assert out.latest() == "first\n"
+    for n in range(20000):
+        out.write(f"{n}\n".encode())
+    out.write(b"token sk-live-0123456789abcdef\n")
+    latest = out.latest()
+    assert len(latest) == LATEST_CHARS
+    assert latest.endswith("19999\ntoken [redacted: KEY]\n")
+    assert out.latest(12) == latest[-12:]
+    with pytest.raises(ValueError, match="at most"):
+        out.latest(LATEST_CHARS + 1)
+    out.finish()
+
+
 @pytest.mark.parametrize(
     ("direction", "line"),
     [

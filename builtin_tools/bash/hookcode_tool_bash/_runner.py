@@ -141,7 +141,7 @@ class Preview:
         self.description = description
         self.dirty = False
         self.next_due = 0.0
-        self._last: str | None = None
+        self._last: tuple[str, str] | None = None
 
     def due_in(self, now: float) -> float | None:
         return max(0.0, self.next_due - now) if self.dirty else None
@@ -152,10 +152,12 @@ class Preview:
         self.dirty = False
         self.next_due = now + PREVIEW_INTERVAL
         text = self.writer.preview()
-        if text == self._last:
+        # the head stops changing once the output outgrows the preview; the tail does not
+        tail = self.writer.latest()
+        if (text, tail) == self._last:
             return
-        self._last = text
-        self.ctx.metadata(metadata={"output": text, "description": self.description})
+        self._last = (text, tail)
+        self.ctx.metadata(metadata={"output": text, "tail": tail, "description": self.description})
 
 
 # ---------------------------------------------------------------------------------------------

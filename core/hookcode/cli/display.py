@@ -156,10 +156,13 @@ class TextDisplay:
 
     def bus_event(self, event: Any) -> None:
         """An event of the runtime's bus: ``tool.updated`` carries a running tool's output so
-        far (bash's ``metadata["output"]``), whose last lines show under the spinner."""
+        far, whose last lines show under the spinner: its newest text (bash's
+        ``metadata["tail"]``) or else what it has of its output (``metadata["output"]``, the
+        first 30,000 characters for bash)."""
         if event.type != "tool.updated" or self.live is None:
             return
-        output = (event.properties.get("metadata") or {}).get("output")
+        metadata = event.properties.get("metadata") or {}
+        output = metadata.get("tail") or metadata.get("output")
         if isinstance(output, str) and output:
             self.live.tool_output(str(event.properties.get("call_id")), output)
 

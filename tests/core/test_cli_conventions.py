@@ -330,6 +330,12 @@ def test_tools_call_errors_speak_to_a_person(env: dict[str, str], hookcode_env: 
     denied = cli(env, "tools", "call", "read", '{"filePath": "x.txt"}', cwd=project)
     assert "tool 'read' is not available to agent 'build'" in denied.stderr
 
+    hookcode_env.write_config('[permission]\nread = "ask"\n')
+    as_json = cli(env, "tools", "call", "read", '{"filePath": "x.txt"}', "--json", cwd=project)
+    data = json.loads(as_json.stdout)
+    assert data["message"] == refused.stderr.strip().removeprefix("hookcode: ")
+    assert data["error"]  # the error as recorded stays, for programs
+
     said = typo.stderr + bad.stderr + malformed.stderr + refused.stderr + denied.stderr
     for model_facing in ("Model tried to call", "Please rewrite the input", "The user rejected"):
         assert model_facing not in said

@@ -1,6 +1,7 @@
 """What ``hookcode tools call`` says when a call fails: words for the person who typed it, not
 the text the model reads (``Model tried to call ...``, ``Please rewrite the input ...``, ``The
-user rejected ...``). ``--json`` prints the error as recorded, for programs."""
+user rejected ...``). ``--json`` prints the error as recorded, for programs, and this message
+beside it (``"message"``)."""
 
 from __future__ import annotations
 

@@ -296,6 +296,28 @@ def test_json_stream_and_json_result_carry_the_schema_version(
     assert set(error) == set(result)
 
 
+def test_a_headless_run_says_a_call_was_not_approved_not_that_the_user_rejected_it(
+    env: dict[str, str], hookcode_env: Any, tmp_path: Path
+) -> None:
+    """Nobody could be asked: the text display says the call was not approved (the model
+    still reads its own wording), the JSON event marks it ``refused``, and the run's end says
+    how to approve."""
+    script = _script(tmp_path)
+    project = hookcode_env.project
+    hookcode_env.write_config('[permission]\nlist = "ask"\n')
+    args = ["run", "-m", "scripted/x", "--script", str(script), "go"]
+    text = cli(env, *args, cwd=project)
+    assert text.returncode == 1
+    said = text.stdout + text.stderr
+    assert "✗ list" in said and ": not approved" in said, said
+    assert "The user rejected" not in said
+    assert "hookcode: refused tool calls (nobody to approve them: " in said
+    stream = cli(env, *args, "--format", "json", cwd=project)
+    [ended] = [e for e in map(json.loads, stream.stdout.splitlines()) if e["type"] == "tool_result"]
+    assert ended["refused"] is True
+    assert ended["error"].startswith("The user rejected permission")  # what the model read
+
+
 # ---------------------------------------------------------------------------------------------
 # tools call errors, sessions
 # ---------------------------------------------------------------------------------------------
@@ -332,9 +354,8 @@ def test_tools_call_errors_speak_to_a_person(env: dict[str, str], hookcode_env: 
 
     hookcode_env.write_config('[permission]\nread = "ask"\n')
     as_json = cli(env, "tools", "call", "read", '{"filePath": "x.txt"}', "--json", cwd=project)
-    data = json.loads(as_json.stdout)
-    assert data["message"] == refused.stderr.strip().removeprefix("hookcode: ")
-    assert data["error"]  # the error as recorded stays, for programs
+    assert json.loads(as_json.stdout)["error"]  # the error as recorded, for programs
+    assert as_json.stderr == refused.stderr  # and the person's words beside it
 
     said = typo.stderr + bad.stderr + malformed.stderr + refused.stderr + denied.stderr
     for model_facing in ("Model tried to call", "Please rewrite the input", "The user rejected"):

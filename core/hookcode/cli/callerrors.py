@@ -1,7 +1,7 @@
 """What ``hookcode tools call`` says when a call fails: words for the person who typed it, not
 the text the model reads (``Model tried to call ...``, ``Please rewrite the input ...``, ``The
-user rejected ...``). ``--json`` prints the error as recorded, for programs, and this message
-beside it (``"message"``)."""
+user rejected ...``). ``--json`` prints the error as recorded on stdout, for programs; this
+message goes to stderr either way."""
 
 from __future__ import annotations
 

@@ -55,13 +55,31 @@ class LineEditor:
 
     def read(self) -> str:
         """The next message (may be empty)."""
-        while True:
-            try:
-                text = self.session.prompt("> ")
-            except KeyboardInterrupt:  # Ctrl-C at an empty prompt, the first time
-                self.armed = True
-                sys.stderr.write("(Ctrl-C again, or Ctrl-D, quits)\n")
-                sys.stderr.flush()
-                continue
-            self.armed = False
-            return str(text)
+        import signal
+
+        # Between two prompts the terminal is not the editor's: a Ctrl-C typed then is a
+        # SIGINT, which would interrupt the editor's start half-way. It is noted here and
+        # acted on once the editor runs (``pre_run``), as if it were the key.
+        pending: list[int] = []
+        previous = signal.signal(signal.SIGINT, lambda signum, frame: pending.append(signum))
+
+        def act_on_pending() -> None:
+            if pending:
+                pending.clear()
+                from prompt_toolkit.application import get_app
+
+                get_app().exit(exception=EOFError() if self.armed else KeyboardInterrupt())
+
+        try:
+            while True:
+                try:
+                    text = self.session.prompt("> ", pre_run=act_on_pending)
+                except KeyboardInterrupt:  # Ctrl-C at an empty prompt, the first time
+                    self.armed = True
+                    sys.stderr.write("(Ctrl-C again, or Ctrl-D, quits)\n")
+                    sys.stderr.flush()
+                    continue
+                self.armed = False
+                return str(text)
+        finally:
+            signal.signal(signal.SIGINT, previous)

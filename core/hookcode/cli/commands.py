@@ -50,17 +50,11 @@ def _print_outcome(
 ) -> None:
     """What ``tools call`` prints: the result (or JSON), or why it failed, said to a person."""
     if as_json:
-        data = outcome.to_dict()
-        if not outcome.ok:
-            from hookcode.cli.callerrors import failure_message
-
-            # the error as recorded (what the model read) stays; "message" says it to a person
-            data["message"] = failure_message(rt, name, outcome, session_id, agent=agent, yes=yes)
-        print_json(data)
+        print_json(outcome.to_dict())  # the error as recorded (what the model read)
     elif outcome.ok:
         output = outcome.result.output
         typer.echo(output, nl=not output.endswith("\n"))
-    else:
+    if not outcome.ok:  # said to a person on stderr, also beside --json's stdout
         from hookcode.cli.callerrors import failure_message
 
         message = failure_message(rt, name, outcome, session_id, agent=agent, yes=yes)

@@ -151,7 +151,10 @@ class TextDisplay:
             self._line(text, "green")
         else:
             error = (data.get("error") or "").strip().splitlines()
-            self._line(f"✗ {label}: {error[0] if error else 'failed'}", "red")
+            # the model reads "The user rejected ..."; the person may be the one who said no,
+            # or nobody was there to ask (the run's end says how to approve)
+            reason = "not approved" if data.get("refused") else (error[0] if error else "failed")
+            self._line(f"✗ {label}: {reason}", "red")
         self._spin()
 
     def bus_event(self, event: Any) -> None:

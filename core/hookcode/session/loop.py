@@ -505,6 +505,10 @@ class SessionLoop(SessionContext):
                 "title": state.title or "",
                 "output": state.output,
                 "error": state.error,
+                # nobody approved the call (the user said no without feedback, or nobody
+                # could be asked): the loop stops after it
+                "refused": isinstance(outcome.error, PermissionRejected)
+                and not outcome.error.feedback,
                 "metadata": _plain(state.metadata),
             },
         )

@@ -366,6 +366,7 @@ class ReplyStream(SessionHistory):
                 "title": "",
                 "output": None,
                 "error": error,
+                "refused": False,
                 "metadata": {},
             },
         )

@@ -42,7 +42,7 @@ import subprocess
 import sys
 import tempfile
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
@@ -177,6 +177,30 @@ def stream_alone(rt: Any, model: str) -> float:
     return time.perf_counter() - started
 
 
+def growth_rows(
+    report: Report, medians: dict[Any, float], label: Callable[[int], str], empty_name: str
+) -> None:
+    """One row per size of :data:`SIZES`: its extra time over the empty case (``medians[0]``),
+    and from the second size on its growth over the size before, against GROWTH_BUDGET."""
+    empty = medians[0]
+    previous: tuple[int, float] | None = None
+    for size in SIZES:
+        extra = medians[size] - empty
+        if previous is None:
+            report.row(label(size), ms(extra), f"{empty_name} {ms(empty)}")
+        else:
+            growth = extra / previous[1]
+            report.row(
+                label(size),
+                ms(extra),
+                f"{previous[0] / MB:g} MB: {ms(previous[1])}",
+                growth,
+                f"<= {GROWTH_BUDGET}x per 4x",
+                growth <= GROWTH_BUDGET,
+            )
+        previous = (size, extra)
+
+
 def bench_input(report: Report, root: Path, repeat: int, via: str) -> None:
     from hookcode.testing import ScriptedModel, ToolCallSpec, Turn
 
@@ -227,24 +251,14 @@ def bench_input(report: Report, root: Path, repeat: int, via: str) -> None:
             medians = measure(server.url)
     else:
         medians = measure("")
-    empty = medians[0]
-    previous: tuple[int, float] | None = None
-    for size in SIZES:
-        extra = medians[size] - empty
-        label = f"{via}: write of {size / MB:g} MB streamed in 24-char pieces, over an empty write"
-        if previous is None:
-            report.row(label, ms(extra), f"empty write {ms(empty)}")
-        else:
-            growth = extra / previous[1]
-            report.row(
-                label,
-                ms(extra),
-                f"{previous[0] / MB:g} MB: {ms(previous[1])}",
-                growth,
-                f"<= {GROWTH_BUDGET}x per 4x",
-                growth <= GROWTH_BUDGET,
-            )
-        previous = (size, extra)
+    growth_rows(
+        report,
+        medians,
+        lambda size: (
+            f"{via}: write of {size / MB:g} MB streamed in 24-char pieces, over an empty write"
+        ),
+        "empty write",
+    )
     if via == "anthropic":
         top = medians[SIZES[-1]]
         alone = medians["alone"]
@@ -310,24 +324,14 @@ def bench_text(report: Report, root: Path, repeat: int) -> None:
         for size in (0, *SIZES):
             times.setdefault(size, []).append(one(size))
     medians = {k: statistics.median(v) for k, v in times.items()}
-    empty = medians[0]
-    previous: tuple[int, float] | None = None
-    for size in SIZES:
-        extra = medians[size] - empty
-        label = f"text reply of {size / MB:g} MB in 16-char deltas (scripted), over a short one"
-        if previous is None:
-            report.row(label, ms(extra), f"short reply {ms(empty)}")
-        else:
-            growth = extra / previous[1]
-            report.row(
-                label,
-                ms(extra),
-                f"{previous[0] / MB:g} MB: {ms(previous[1])}",
-                growth,
-                f"<= {GROWTH_BUDGET}x per 4x",
-                growth <= GROWTH_BUDGET,
-            )
-        previous = (size, extra)
+    growth_rows(
+        report,
+        medians,
+        lambda size: (
+            f"text reply of {size / MB:g} MB in 16-char deltas (scripted), over a short one"
+        ),
+        "short reply",
+    )
 
 
 # ---------------------------------------------------------------------------------------------

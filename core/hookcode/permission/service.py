@@ -260,14 +260,10 @@ class PermissionService:
                     # rejected together with an earlier request of this session (§5): a
                     # refusal like any other, with its own reject event
                     runtime.refusals.append(request)
-                    runtime.events.publish(
-                        "permission.replied",
-                        session_id=ctx.session_id,
-                        request_id=request.id,
-                        reply="reject",
-                        scope=None,
-                        feedback=None,
-                        front_end=None,
+                    self._replied(
+                        ctx.session_id,
+                        request,
+                        "reject",
                         reason="rejected together with an earlier request of this session",
                     )
                     raise PermissionRejected()
@@ -277,14 +273,10 @@ class PermissionService:
                 vote = self.vote(request)
                 if vote.action == "allow":
                     # resolved by an "always" reply given meanwhile (§5: an event each)
-                    runtime.events.publish(
-                        "permission.replied",
-                        session_id=ctx.session_id,
-                        request_id=request.id,
-                        reply="always",
-                        scope=None,
-                        feedback=None,
-                        front_end=None,
+                    self._replied(
+                        ctx.session_id,
+                        request,
+                        "always",
                         reason="covered by an 'always' reply given while it waited",
                     )
                     return
@@ -295,11 +287,10 @@ class PermissionService:
                         rules=request.ruleset.matching(permission),
                     )
                 front_end, reply = await self._prompt(request, ctx)
-                runtime.events.publish(
-                    "permission.replied",
-                    session_id=ctx.session_id,
-                    request_id=request.id,
-                    reply=reply.kind,
+                self._replied(
+                    ctx.session_id,
+                    request,
+                    reply.kind,
                     scope=reply.scope,
                     feedback=reply.feedback,
                     front_end=front_end,
@@ -341,6 +332,29 @@ class PermissionService:
                 }
                 for p in decision.patterns
             ],
+        )
+
+    def _replied(
+        self,
+        session_id: str,
+        request: PermissionRequest,
+        kind: str,
+        *,
+        scope: str | None = None,
+        feedback: str | None = None,
+        front_end: str | None = None,
+        reason: str | None = None,
+    ) -> None:
+        """Publish ``permission.replied`` for ``request`` (§5: an event for every reply)."""
+        self.runtime.events.publish(
+            "permission.replied",
+            session_id=session_id,
+            request_id=request.id,
+            reply=kind,
+            scope=scope,
+            feedback=feedback,
+            front_end=front_end,
+            reason=reason,
         )
 
     async def _prompt(self, request: PermissionRequest, ctx: Asker) -> tuple[str | None, Reply]:

@@ -174,12 +174,12 @@ class Runtime:
     def store(self) -> Store:
         if self._store is None:
             from hookcode.datadir import secure_data_dir
-            from hookcode.store import Store
+            from hookcode.store import SQLiteStore
 
             # the data directory is private (0700, files 0600), tightened if it is not yet
             for problem in secure_data_dir(self.data_dir):
                 self.plugins.warn(problem)
-            self._store = Store(self.data_dir / "hookcode.db")
+            self._store = SQLiteStore(self.data_dir / "hookcode.db")
         return self._store
 
     @property
@@ -428,9 +428,14 @@ class Runtime:
 
     def _approvals(self, session_id: str | None) -> list[Rule]:
         """The remembered approvals of the project and of ``session_id``, as rules."""
-        # the store answers from its cache (the same list object while the approvals are
-        # unchanged, in this process and in others); the rules are built once per answer
-        records = self.store._approvals_shared(str(self.worktree), session_id)
+        # the SQLite store answers from its cache (the same list object while the approvals
+        # are unchanged, in this process and in others); the rules are built once per answer
+        store = self.store
+        shared = getattr(store, "_approvals_shared", None)
+        if shared is not None:
+            records = shared(str(self.worktree), session_id)
+        else:
+            records = store.approvals(project=str(self.worktree), session_id=session_id)
         cached = self._approval_rules.get(session_id)
         if cached is None or cached[0] is not records:
             built: list[Rule] = []

@@ -480,9 +480,9 @@ def fill_session(env: dict[str, str], project: Path, count: int) -> str:
     """A session of ``count`` messages, as a long agent run leaves it: a user message every
     ten, the others assistant steps with a line of text and one completed ``read`` call."""
     from hookcode.ids import new_id
-    from hookcode.store import Store, ToolPartRecord
+    from hookcode.store import SQLiteStore, ToolPartRecord
 
-    store = Store(Path(env["HOOKCODE_DATA_DIR"]) / "hookcode.db")
+    store = SQLiteStore(Path(env["HOOKCODE_DATA_DIR"]) / "hookcode.db")
     where = str(project.resolve())
     session = store.create_session(project=where, directory=where, title="long")
     output = "\n".join(f"{n}: line {n} of the file" for n in range(40))

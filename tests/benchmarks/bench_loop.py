@@ -255,10 +255,10 @@ def bench_parallel(report: Report, root: Path) -> None:
 
 def _fill_sessions(root: Path, count: int) -> None:
     from hookcode.ids import new_id
-    from hookcode.store import Store
+    from hookcode.store import SQLiteStore
 
     env = _world(root)
-    store = Store(Path(env["HOOKCODE_DATA_DIR"]) / "hookcode.db")
+    store = SQLiteStore(Path(env["HOOKCODE_DATA_DIR"]) / "hookcode.db")
     project = str((root / "project").resolve())
     now = time.time()
     with store._write() as conn:
@@ -285,10 +285,10 @@ def _fill_sessions(root: Path, count: int) -> None:
 
 def _fill_parts(root: Path, tool_calls: int) -> str:
     from hookcode.ids import new_id
-    from hookcode.store import Store, ToolPartRecord
+    from hookcode.store import SQLiteStore, ToolPartRecord
 
     env = _world(root)
-    store = Store(Path(env["HOOKCODE_DATA_DIR"]) / "hookcode.db")
+    store = SQLiteStore(Path(env["HOOKCODE_DATA_DIR"]) / "hookcode.db")
     project = str((root / "project").resolve())
     session = store.create_session(project=project, directory=project, title="big")
     per_message = 5
@@ -351,9 +351,9 @@ def _fill_parts(root: Path, tool_calls: int) -> str:
 
 
 def _store_only(root: Path, fn: Any) -> float:
-    from hookcode.store import Store
+    from hookcode.store import SQLiteStore
 
-    store = Store(Path(_world(root)["HOOKCODE_DATA_DIR"]) / "hookcode.db")
+    store = SQLiteStore(Path(_world(root)["HOOKCODE_DATA_DIR"]) / "hookcode.db")
     try:
         return median_seconds(lambda: fn(store), 7, warmup=2)
     finally:

@@ -11,13 +11,13 @@ from types import SimpleNamespace
 import pytest
 from hookcode.errors import ToolAborted
 from hookcode.pipeline import _guarded
-from hookcode.store import Store
+from hookcode.store import SQLiteStore
 from hookcode.tools import AbortSignal
 
 
 def test_cached_approvals_follow_every_writer(tmp_path):
-    a = Store(tmp_path / "x.db")
-    b = Store(tmp_path / "x.db")  # another connection: another process in real life
+    a = SQLiteStore(tmp_path / "x.db")
+    b = SQLiteStore(tmp_path / "x.db")  # another connection: another process in real life
     try:
         s = a.create_session(project="p", directory="d")
         assert a.approvals(project="p", session_id=s.id) == []

@@ -13,7 +13,7 @@ import time
 from pathlib import Path
 
 import pytest
-from hookcode.store import Store
+from hookcode.store import SQLiteStore
 
 REPO = Path(__file__).resolve().parents[2]
 DEMO = REPO / "examples" / "scripts" / "demo.json"
@@ -402,7 +402,7 @@ def test_sessions_belong_to_their_project(hookcode_env, env, tmp_path):
     assert sorted(s["title"] for s in every) == ["here", "there"]
     cont = cli(env, "run", "-c", "again", cwd=hookcode_env.project)
     assert cont.returncode == 0
-    store = Store(Path(env["HOOKCODE_DATA_DIR"]) / "hookcode.db")
+    store = SQLiteStore(Path(env["HOOKCODE_DATA_DIR"]) / "hookcode.db")
     try:
         here = store.get_session(mine[0]["id"])
         assert here is not None and len(store.messages(here.id)) == 4
@@ -421,7 +421,7 @@ def _wait_for_running(db: Path, proc: subprocess.Popen, timeout: float = 30) -> 
             out, err = proc.communicate()
             pytest.fail(f"hookcode exited early ({proc.returncode}): {out} {err}")
         if db.exists():
-            store = Store(db)
+            store = SQLiteStore(db)
             try:
                 for session in store.list_sessions():
                     if any(p.state == "running" for p in store.tool_parts(session.id)):
@@ -466,7 +466,7 @@ def test_killed_mid_step_the_session_resumes_with_the_call_marked(
     done = hookcode(env, "run", "--continue", "go on", cwd=hookcode_env.project, driver=driver)
     assert done.returncode == 0, done.stderr
     assert "after the crash" in done.stdout and "marked aborted" in done.stderr
-    store = Store(db)
+    store = SQLiteStore(db)
     try:
         (part,) = store.tool_parts(session_id)
         assert part.state == "error" and part.error == "Tool execution aborted"
@@ -526,7 +526,7 @@ def test_ctrl_c_aborts_the_running_tools(hookcode_env, env, driver, tmp_path):
     _out, err = proc.communicate(timeout=30)
     assert proc.returncode == 130, err
     assert "aborted" in err
-    store = Store(db)
+    store = SQLiteStore(db)
     try:
         (part,) = store.tool_parts(session_id)
         assert part.state == "error" and part.error == "Tool execution aborted"
@@ -547,7 +547,7 @@ def test_readme_run_command_still_works(hookcode_env, env):
 
 def test_sessions_list_json_orders_many_sessions(hookcode_env, env):
     """Most recently updated first (tests/benchmarks/bench_loop.py measures 10,000)."""
-    store = Store(Path(env["HOOKCODE_DATA_DIR"]) / "hookcode.db")
+    store = SQLiteStore(Path(env["HOOKCODE_DATA_DIR"]) / "hookcode.db")
     try:
         project = str(hookcode_env.project)
         for i in range(50):

@@ -20,7 +20,7 @@ import pytest
 from hookcode.store import (
     MIGRATIONS,
     ApprovalRecord,
-    Store,
+    SQLiteStore,
     StoreError,
     ToolPartRecord,
 )
@@ -36,7 +36,7 @@ def db_path(tmp_path: Path) -> Path:
 
 @pytest.fixture
 def store(db_path: Path):
-    st = Store(db_path)
+    st = SQLiteStore(db_path)
     yield st
     st.close()
 
@@ -66,13 +66,13 @@ def run_python(code: str, *args: str) -> subprocess.Popen:
 # -- opening -----------------------------------------------------------------------------------
 
 
-def test_creates_parent_dirs_and_schema(db_path: Path, store: Store) -> None:
+def test_creates_parent_dirs_and_schema(db_path: Path, store: SQLiteStore) -> None:
     assert db_path.is_file()
     assert store.path == db_path
     assert store.version == len(MIGRATIONS)
 
 
-def test_pragmas(db_path: Path, store: Store) -> None:
+def test_pragmas(db_path: Path, store: SQLiteStore) -> None:
     conn = store._conn
     assert conn.execute("PRAGMA journal_mode").fetchone()[0] == "wal"
     assert conn.execute("PRAGMA busy_timeout").fetchone()[0] == 5000
@@ -85,7 +85,7 @@ def test_pragmas(db_path: Path, store: Store) -> None:
 
 
 def test_memory_store() -> None:
-    st = Store(":memory:")
+    st = SQLiteStore(":memory:")
     assert st.path == ":memory:"
     s = st.create_session(project="p", directory="/d")
     assert st.get_session(s.id) == s
@@ -96,10 +96,12 @@ def test_not_a_database_names_the_file(tmp_path: Path) -> None:
     bad = tmp_path / "bad.db"
     bad.write_bytes(b"this is not sqlite at all" * 100)
     with pytest.raises(StoreError, match=r"bad\.db"):
-        Store(bad)
+        SQLiteStore(bad)
 
 
-def test_writes_are_visible_at_once_to_another_connection(db_path: Path, store: Store) -> None:
+def test_writes_are_visible_at_once_to_another_connection(
+    db_path: Path, store: SQLiteStore
+) -> None:
     s = store.create_session(project="p", directory="/d", title="t")
     other = sqlite3.connect(db_path)
     assert other.execute("SELECT title FROM sessions WHERE id = ?", (s.id,)).fetchone() == ("t",)
@@ -107,14 +109,14 @@ def test_writes_are_visible_at_once_to_another_connection(db_path: Path, store: 
 
 
 def test_close_is_idempotent_and_context_manager(db_path: Path) -> None:
-    with Store(db_path) as st:
+    with SQLiteStore(db_path) as st:
         st.create_session(project="p", directory="/d")
     st.close()
     with pytest.raises(StoreError):
         st.list_sessions()
 
 
-def test_checkpoints_run_on_a_thread_of_their_own(db_path: Path, store: Store) -> None:
+def test_checkpoints_run_on_a_thread_of_their_own(db_path: Path, store: SQLiteStore) -> None:
     # the committing connection never checkpoints (a commit that did would pay for it) ...
     assert store._conn.execute("PRAGMA wal_autocheckpoint").fetchone()[0] == 0
     session = store.create_session(project="p", directory="/d")
@@ -141,11 +143,11 @@ def test_checkpoints_run_on_a_thread_of_their_own(db_path: Path, store: Store) -
     assert not thread.is_alive()  # stopped by close, which checkpoints the rest
     assert not wal.exists() or wal.stat().st_size == 0
     assert integrity(db_path) == "ok"
-    with Store(db_path) as again:
+    with SQLiteStore(db_path) as again:
         assert len(again.tool_parts(session.id)) == store_module.CHECKPOINT_EVERY * 3
 
 
-def test_a_store_with_few_commits_starts_no_thread(store: Store) -> None:
+def test_a_store_with_few_commits_starts_no_thread(store: SQLiteStore) -> None:
     store.create_session(project="p", directory="/d")
     assert store._checkpointer is None
 
@@ -153,7 +155,7 @@ def test_a_store_with_few_commits_starts_no_thread(store: Store) -> None:
 # -- sessions ----------------------------------------------------------------------------------
 
 
-def test_session_crud(store: Store, db_path: Path) -> None:
+def test_session_crud(store: SQLiteStore, db_path: Path) -> None:
     s = store.create_session(project="proj", directory="/w", title="hello", model="m/x")
     assert s.id.startswith("ses_")
     assert s.agent == "build" and s.parent_id is None
@@ -178,14 +180,14 @@ def test_session_crud(store: Store, db_path: Path) -> None:
     assert custom.id == "ses_custom"
 
     store.close()
-    reopened = Store(db_path)
+    reopened = SQLiteStore(db_path)
     assert reopened.get_session(s.id) == got
     reopened.delete_session(s.id)
     assert reopened.get_session(s.id) is None
     reopened.close()
 
 
-def test_update_session_errors(store: Store) -> None:
+def test_update_session_errors(store: SQLiteStore) -> None:
     s = store.create_session(project="p", directory="/d")
     with pytest.raises(ValueError, match="bogus"):
         store.update_session(s.id, bogus=1)
@@ -196,7 +198,7 @@ def test_update_session_errors(store: Store) -> None:
     assert store.get_session(s.id) == s
 
 
-def test_update_session_bumps_updated(store: Store) -> None:
+def test_update_session_bumps_updated(store: SQLiteStore) -> None:
     s = store.create_session(project="p", directory="/d")
     time.sleep(0.002)
     store.update_session(s.id, title="x")
@@ -204,7 +206,7 @@ def test_update_session_bumps_updated(store: Store) -> None:
     assert got is not None and got.updated > s.updated
 
 
-def test_list_sessions_order_and_filters(store: Store) -> None:
+def test_list_sessions_order_and_filters(store: SQLiteStore) -> None:
     a = store.create_session(project="p1", directory="/a", title="a")
     b = store.create_session(project="p1", directory="/a", title="b")
     c = store.create_session(project="p2", directory="/c", title="c")
@@ -223,13 +225,13 @@ def test_list_sessions_order_and_filters(store: Store) -> None:
     assert ids(store.list_sessions("p1", parent=False, limit=1)) == [a.id]
 
 
-def test_create_session_with_unknown_parent_fails(store: Store) -> None:
+def test_create_session_with_unknown_parent_fails(store: SQLiteStore) -> None:
     with pytest.raises(StoreError):
         store.create_session(project="p", directory="/d", parent_id="ses_missing")
     assert store.list_sessions() == []
 
 
-def test_delete_session_cascades(store: Store) -> None:
+def test_delete_session_cascades(store: SQLiteStore) -> None:
     s = store.create_session(project="p", directory="/d")
     keep = store.create_session(project="p", directory="/d")
     child = store.create_session(project="p", directory="/d", parent_id=s.id)
@@ -257,7 +259,7 @@ def test_delete_session_cascades(store: Store) -> None:
 # -- tool parts --------------------------------------------------------------------------------
 
 
-def test_tool_part_roundtrip_and_upsert(store: Store) -> None:
+def test_tool_part_roundtrip_and_upsert(store: SQLiteStore) -> None:
     s = store.create_session(project="p", directory="/d")
     part = ToolPartRecord(
         id="call_a",
@@ -293,7 +295,7 @@ def test_tool_part_roundtrip_and_upsert(store: Store) -> None:
     assert store.tool_parts("ses_other") == []
 
 
-def test_tool_part_defaults_roundtrip(store: Store) -> None:
+def test_tool_part_defaults_roundtrip(store: SQLiteStore) -> None:
     s = store.create_session(project="p", directory="/d")
     part = ToolPartRecord(id="c", session_id=s.id, tool="t", state="error", error="boom")
     store.save_tool_part(part)
@@ -302,13 +304,13 @@ def test_tool_part_defaults_roundtrip(store: Store) -> None:
     assert got is not None and got.input is None and got.metadata == {} and got.attachments == []
 
 
-def test_tool_part_for_unknown_session_fails(store: Store, db_path: Path) -> None:
+def test_tool_part_for_unknown_session_fails(store: SQLiteStore, db_path: Path) -> None:
     with pytest.raises(StoreError, match=db_path.name):
         store.save_tool_part(ToolPartRecord(id="c", session_id="ses_x", tool="t", state="pending"))
     assert store.get_tool_part("c") is None
 
 
-def test_tool_parts_insertion_order(store: Store) -> None:
+def test_tool_parts_insertion_order(store: SQLiteStore) -> None:
     s = store.create_session(project="p", directory="/d")
     names = [f"call_{n}" for n in ("z", "a", "m", "b")]
     for name in names:
@@ -316,7 +318,7 @@ def test_tool_parts_insertion_order(store: Store) -> None:
     assert [p.id for p in store.tool_parts(s.id)] == names
 
 
-def test_mark_interrupted(store: Store) -> None:
+def test_mark_interrupted(store: SQLiteStore) -> None:
     s = store.create_session(project="p", directory="/d")
     other = store.create_session(project="p", directory="/d")
     states = {"c1": "pending", "c2": "running", "c3": "completed", "c4": "error"}
@@ -350,7 +352,7 @@ def test_mark_interrupted(store: Store) -> None:
 # -- approvals ---------------------------------------------------------------------------------
 
 
-def test_approvals_scope_order_and_dedup(store: Store) -> None:
+def test_approvals_scope_order_and_dedup(store: SQLiteStore) -> None:
     s1 = store.create_session(project="p", directory="/d")
     s2 = store.create_session(project="p", directory="/d")
     sess_a = store.add_approval(project="p", permission="edit", pattern="*", session_id=s1.id)
@@ -388,7 +390,7 @@ def test_approvals_scope_order_and_dedup(store: Store) -> None:
     assert store.approvals(project="q") == [other_proj]
 
 
-def test_session_approval_for_unknown_session_fails(store: Store) -> None:
+def test_session_approval_for_unknown_session_fails(store: SQLiteStore) -> None:
     with pytest.raises(StoreError):
         store.add_approval(project="p", permission="edit", pattern="*", session_id="ses_x")
 
@@ -414,12 +416,12 @@ def test_split_statements() -> None:
 def test_reopen_at_current_version_applies_nothing(
     db_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    st = Store(db_path)
+    st = SQLiteStore(db_path)
     s = st.create_session(project="p", directory="/d")
     st.close()
     # were any migration re-run, this would fail
     monkeypatch.setattr(store_module, "MIGRATIONS", ["THIS IS NOT SQL"] * len(MIGRATIONS))
-    st = Store(db_path)
+    st = SQLiteStore(db_path)
     assert st.version == len(MIGRATIONS)
     assert st.get_session(s.id) == s
     st.close()
@@ -428,7 +430,7 @@ def test_reopen_at_current_version_applies_nothing(
 def test_upgrade_applies_new_migrations(db_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     # a database of the foundation's schema (version 1), written the way that code wrote it
     monkeypatch.setattr(store_module, "MIGRATIONS", MIGRATIONS[:1])
-    st = Store(db_path)
+    st = SQLiteStore(db_path)
     assert st.version == 1
     st._conn.execute(
         "INSERT INTO sessions (id, project, directory, title, agent, created, updated) "
@@ -448,7 +450,7 @@ def test_upgrade_applies_new_migrations(db_path: Path, monkeypatch: pytest.Monke
         "ALTER TABLE notes ADD COLUMN done INTEGER NOT NULL DEFAULT 0;",
     ]
     monkeypatch.setattr(store_module, "MIGRATIONS", [*MIGRATIONS, *added])
-    st = Store(db_path)
+    st = SQLiteStore(db_path)
     assert st.version == len(MIGRATIONS) + 2
     rows = st._conn.execute("SELECT id, session_id, content, done FROM notes").fetchall()
     assert rows == [("ses_old_t", "ses_old", "migrated", 0)]
@@ -460,11 +462,11 @@ def test_upgrade_applies_new_migrations(db_path: Path, monkeypatch: pytest.Monke
 
 
 def test_failed_migration_rolls_back(db_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    Store(db_path).close()
+    SQLiteStore(db_path).close()
     broken = "CREATE TABLE extra (x INTEGER); INSERT INTO nowhere VALUES (1);"
     monkeypatch.setattr(store_module, "MIGRATIONS", [*MIGRATIONS, broken])
     with pytest.raises(StoreError, match=db_path.name):
-        Store(db_path)
+        SQLiteStore(db_path)
     conn = sqlite3.connect(db_path)
     assert conn.execute("PRAGMA user_version").fetchone()[0] == len(MIGRATIONS)
     tables = {r[0] for r in conn.execute("SELECT name FROM sqlite_master WHERE type='table'")}
@@ -473,16 +475,16 @@ def test_failed_migration_rolls_back(db_path: Path, monkeypatch: pytest.MonkeyPa
 
 
 def test_newer_database_raises(db_path: Path) -> None:
-    Store(db_path).close()
+    SQLiteStore(db_path).close()
     conn = sqlite3.connect(db_path)
     conn.execute(f"PRAGMA user_version = {len(MIGRATIONS) + 5}")
     conn.close()
     with pytest.raises(StoreError, match=re.escape(str(db_path))) as info:
-        Store(db_path)
+        SQLiteStore(db_path)
     assert "newer" in str(info.value)
 
 
-def test_nested_writes_share_one_transaction(store: Store) -> None:
+def test_nested_writes_share_one_transaction(store: SQLiteStore) -> None:
     with pytest.raises(RuntimeError), store._write():
         store.create_session(project="p", directory="/d", id="ses_1")
         with store._write():
@@ -498,7 +500,7 @@ def test_nested_writes_share_one_transaction(store: Store) -> None:
 # -- concurrency -------------------------------------------------------------------------------
 
 
-def test_threads_share_one_store(store: Store) -> None:
+def test_threads_share_one_store(store: SQLiteStore) -> None:
     sessions = [store.create_session(project="p", directory="/d") for _ in range(8)]
     errors: list[BaseException] = []
 
@@ -528,10 +530,10 @@ def test_threads_share_one_store(store: Store) -> None:
 WRITER = """
 import sys
 from pathlib import Path
-from hookcode.store import Store, ToolPartRecord
+from hookcode.store import SQLiteStore, ToolPartRecord
 
 path, name, count = Path(sys.argv[1]), sys.argv[2], int(sys.argv[3])
-store = Store(path)
+store = SQLiteStore(path)
 session = store.create_session(project="p", directory="/d", title=name, id="ses_" + name)
 for i in range(count):
     store.save_tool_part(
@@ -557,7 +559,7 @@ def test_processes_write_concurrently(db_path: Path) -> None:
         assert out.strip() == "done"
 
     assert integrity(db_path) == "ok"
-    st = Store(db_path)
+    st = SQLiteStore(db_path)
     for name in ("a", "b", "c"):
         parts = st.tool_parts("ses_" + name)
         assert [p.id for p in parts] == [f"{name}_{i}" for i in range(count)]
@@ -570,9 +572,9 @@ def test_processes_write_concurrently(db_path: Path) -> None:
 KILLED_WRITER = """
 import hashlib, sys
 from pathlib import Path
-from hookcode.store import Store, ToolPartRecord
+from hookcode.store import SQLiteStore, ToolPartRecord
 
-store = Store(Path(sys.argv[1]))
+store = SQLiteStore(Path(sys.argv[1]))
 session = store.create_session(project="p", directory="/d", id="ses_k")
 i = 0
 while True:
@@ -593,7 +595,7 @@ while True:
 
 @pytest.mark.skipif(sys.platform == "win32", reason="needs SIGKILL")
 def test_kill_9_leaves_a_consistent_database(db_path: Path) -> None:
-    Store(db_path).close()
+    SQLiteStore(db_path).close()
     proc = run_python(KILLED_WRITER, str(db_path))
     assert proc.stdout is not None
     line = proc.stdout.readline()
@@ -604,7 +606,7 @@ def test_kill_9_leaves_a_consistent_database(db_path: Path) -> None:
     assert proc.returncode == -signal.SIGKILL
 
     assert integrity(db_path) == "ok"
-    st = Store(db_path)
+    st = SQLiteStore(db_path)
     parts = st.tool_parts("ses_k")
     assert len(parts) > 20
     assert [p.id for p in parts] == [f"k_{i}" for i in range(len(parts))]
@@ -630,11 +632,11 @@ def test_kill_9_leaves_a_consistent_database(db_path: Path) -> None:
 # -- the agent loop's tables (migration 2) ------------------------------------------------------
 
 
-def _message(store: Store, session_id: str, id: str, role: str = "user", **data) -> None:
+def _message(store: SQLiteStore, session_id: str, id: str, role: str = "user", **data) -> None:
     store.save_message({"id": id, "session_id": session_id, "role": role, "created": 1.0, **data})
 
 
-def test_messages_and_parts_round_trip_in_order(store: Store) -> None:
+def test_messages_and_parts_round_trip_in_order(store: SQLiteStore) -> None:
     s = store.create_session(project="p", directory="/d")
     _message(store, s.id, "msg_1", text_ignored=None)
     store.save_part(
@@ -704,7 +706,7 @@ def test_messages_and_parts_round_trip_in_order(store: Store) -> None:
     assert len(store.messages(s.id)[1]["parts"]) == 2
 
 
-def test_recover_session_marks_what_a_dead_process_left(store: Store) -> None:
+def test_recover_session_marks_what_a_dead_process_left(store: SQLiteStore) -> None:
     s = store.create_session(project="p", directory="/d")
     _message(store, s.id, "msg_a", "assistant", completed=None)
     _message(store, s.id, "msg_b", "assistant", completed=3.0, error=None)
@@ -723,7 +725,7 @@ def test_recover_session_marks_what_a_dead_process_left(store: Store) -> None:
     assert store.recover_session(s.id) == 0
 
 
-def test_session_usage_rolls_up(store: Store) -> None:
+def test_session_usage_rolls_up(store: SQLiteStore) -> None:
     s = store.create_session(project="p", directory="/d")
     store.add_session_usage(s.id, cost=0.5, tokens_in=10, tokens_out=2, tokens_cache_read=4)
     store.add_session_usage(s.id, cost=0.25, tokens_in=5, tokens_reasoning=1)
@@ -740,7 +742,7 @@ def test_session_usage_rolls_up(store: Store) -> None:
         store.add_session_usage(s.id, bogus=1)
 
 
-def test_session_locks(store: Store) -> None:
+def test_session_locks(store: SQLiteStore) -> None:
     from hookcode.store import SessionBusy
 
     s = store.create_session(project="p", directory="/d")
@@ -766,7 +768,7 @@ def test_session_locks(store: Store) -> None:
     assert store.session_lock(s.id) is None
 
 
-def test_state_todos_and_cascades(store: Store) -> None:
+def test_state_todos_and_cascades(store: SQLiteStore) -> None:
     s = store.create_session(project="p", directory="/d")
     child = store.create_session(project="p", directory="/d", parent_id=s.id)
     store.set_state(s.id, "provider:x", {"positions": {"*": 2}})
@@ -792,10 +794,10 @@ def test_state_todos_and_cascades(store: Store) -> None:
 MESSAGE_WRITER = """
 import sys
 from pathlib import Path
-from hookcode.store import Store
+from hookcode.store import SQLiteStore
 
 path, name, count = Path(sys.argv[1]), sys.argv[2], int(sys.argv[3])
-store = Store(path)
+store = SQLiteStore(path)
 session = store.create_session(project="p", directory="/d", id="ses_" + name)
 for i in range(count):
     mid = f"{name}_m{i}"
@@ -815,7 +817,7 @@ def test_processes_write_messages_concurrently(db_path: Path) -> None:
         _out, err = proc.communicate(timeout=120)
         assert proc.returncode == 0, err
     assert integrity(db_path) == "ok"
-    st = Store(db_path)
+    st = SQLiteStore(db_path)
     try:
         for name in ("a", "b", "c"):
             messages = st.messages("ses_" + name)
@@ -824,3 +826,11 @@ def test_processes_write_messages_concurrently(db_path: Path) -> None:
             assert session is not None and session.tokens_in == 150
     finally:
         st.close()
+
+
+def test_the_sqlite_store_is_a_store(store: SQLiteStore) -> None:
+    from hookcode.store import Store
+
+    typed: Store = store  # pyright checks every method's signature here
+    assert isinstance(typed, Store)
+    assert typed.location == str(store.path)

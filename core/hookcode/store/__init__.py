@@ -1,10 +1,11 @@
-"""The SQLite store: sessions, their messages and parts, tool parts, remembered approvals,
-todos, per-session provider state and session locks.
+"""The store: sessions, their messages and parts, tool parts, remembered approvals, todos,
+per-session provider state and session locks.
 
-:class:`Store` is the one surface hookcode reads and writes through; its parts, by what each
-owns:
+:class:`Store` (:mod:`hookcode.store.protocol`) is the one surface hookcode reads and writes
+through, a Protocol; :class:`SQLiteStore` is the embedded default, and a plugin's ``store`` hook
+may provide another (``hookcode-store-postgres``). The SQLite store's parts, by what each owns:
 
-- :mod:`hookcode.store.store`: :class:`Store`: sessions and their roll-ups, remembered
+- :mod:`hookcode.store.store`: :class:`SQLiteStore`: sessions and their roll-ups, remembered
   approvals, session locks, per-session state and todos;
 - :mod:`hookcode.store.message_store`: messages, their parts and the tool parts;
 - :mod:`hookcode.store.database`: the SQLite plumbing (one connection shared by threads, WAL
@@ -18,6 +19,7 @@ other directly, never this package.
 
 from __future__ import annotations
 
+from hookcode.store.protocol import Store
 from hookcode.store.records import (
     ApprovalRecord,
     SessionBusy,
@@ -26,11 +28,12 @@ from hookcode.store.records import (
     ToolPartRecord,
 )
 from hookcode.store.schema import MIGRATIONS
-from hookcode.store.store import Store
+from hookcode.store.store import SQLiteStore
 
 __all__ = [
     "MIGRATIONS",
     "ApprovalRecord",
+    "SQLiteStore",
     "SessionBusy",
     "SessionRecord",
     "Store",

@@ -1,8 +1,8 @@
-"""The SQLite store: sessions, their messages and parts, tool parts, remembered approvals,
+"""The SQLite store (:class:`SQLiteStore`, the embedded default): sessions, their messages and parts, tool parts, remembered approvals,
 todos, per-session provider state and session locks.
 
-:class:`Store` is the one surface hookcode reads and writes through; its parts, by what each
-owns:
+:class:`SQLiteStore` implements :class:`hookcode.store.protocol.Store`; its parts, by what
+each owns:
 
 - :mod:`hookcode.store.database`: the SQLite plumbing (one connection shared by threads, WAL mode
   for several processes, write transactions, checkpoints, applying migrations);
@@ -44,9 +44,9 @@ from hookcode.store.schema import MIGRATIONS
 __all__ = [
     "MIGRATIONS",
     "ApprovalRecord",
+    "SQLiteStore",
     "SessionBusy",
     "SessionRecord",
-    "Store",
     "StoreError",
     "ToolPartRecord",
 ]
@@ -82,11 +82,16 @@ _USAGE_FIELDS = (
 _APPROVAL_FIELDS = "id, project, session_id, permission, pattern, created"
 
 
-class Store(MessageStore):
-    """The SQLite store at ``path`` (created with its parent directories; ``":memory:"`` works)."""
+class SQLiteStore(MessageStore):
+    """The SQLite store at ``path`` (created with its parent directories; ``":memory:"`` works):
+    the embedded default :class:`~hookcode.store.protocol.Store`."""
 
     def __init__(self, path: Path | str) -> None:
         super().__init__(path, MIGRATIONS)
+
+    @property
+    def location(self) -> str:
+        return str(self.path)
 
     # -- sessions ------------------------------------------------------------------------------
 

@@ -1,0 +1,190 @@
+"""What a store is: :class:`Store`, the methods the agent loop, the tool pipeline, the CLI and the
+plugins call on ``runtime.store``, whatever database is behind it.
+
+Two implementations ship: :class:`hookcode.store.SQLiteStore`, the embedded default (one file per
+user in the data directory), and ``hookcode-store-postgres`` (one PostgreSQL database shared by a
+team or a fleet). A plugin provides another through the ``store`` hook (first result wins),
+given the configured URL (``store = "..."`` in the config, or ``HOOKCODE_STORE``).
+
+The contract every implementation keeps (``tests/store_contract`` checks it against each):
+
+- every write method is its own transaction, committed before it returns, unless it runs inside
+  :meth:`Store.transaction`, whose writes commit together at its end (or not at all);
+- records come back as they were written: JSON values as JSON-compatible Python values, times as
+  float epoch seconds, text exactly (a lone surrogate, which no UTF-8 database holds, is
+  stored as ``?``);
+- failures are :class:`~hookcode.store.records.StoreError` (one line naming the database and
+  the cause, never a password); a session held by another live process is
+  :class:`~hookcode.store.records.SessionBusy`;
+- several processes, on one machine or several, may use one store at once.
+"""
+
+from __future__ import annotations
+
+import contextlib
+from typing import Any, Protocol, runtime_checkable
+
+from hookcode.store.records import ApprovalRecord, SessionRecord, ToolPartRecord
+
+__all__ = ["Store"]
+
+
+@runtime_checkable
+class Store(Protocol):
+    """A hookcode store: sessions, their messages and parts, tool parts, remembered approvals,
+    todos, per-session state and session locks."""
+
+    #: where the data lives, for messages (a file path or a URL without its password)
+    @property
+    def location(self) -> str: ...
+
+    @property
+    def version(self) -> int:
+        """The schema version of the database."""
+        ...
+
+    def close(self) -> None:
+        """Release the connection(s); idempotent."""
+        ...
+
+    def transaction(self) -> contextlib.AbstractContextManager[Any]:
+        """Group several writes into one transaction (committed at the end, rolled back on an
+        exception); the store's own write methods called inside join it."""
+        ...
+
+    # -- sessions ------------------------------------------------------------------------------
+
+    def create_session(
+        self,
+        *,
+        project: str,
+        directory: str,
+        title: str = "",
+        agent: str = "build",
+        model: str | None = None,
+        parent_id: str | None = None,
+        id: str | None = None,
+        origin: str | None = None,
+    ) -> SessionRecord: ...
+
+    def get_session(self, id: str) -> SessionRecord | None: ...
+
+    def list_sessions(
+        self,
+        project: str | None = None,
+        *,
+        parent: bool | None = None,
+        limit: int | None = None,
+        conversations: bool = False,
+    ) -> list[SessionRecord]:
+        """Sessions, most recently updated first. ``project`` filters by project;
+        ``parent=False`` keeps top-level sessions only, ``parent=True`` child sessions only;
+        ``conversations`` leaves out the sessions with an ``origin`` (``tools call``)."""
+        ...
+
+    def sessions_json(
+        self, project: str | None = None, *, conversations: bool = False
+    ) -> list[str]:
+        """``sessions list --json`` objects as JSON texts, in :meth:`list_sessions` order."""
+        ...
+
+    def update_session(self, id: str, /, **fields: Any) -> None:
+        """Set ``fields`` (title, agent, model, cost, tokens_in, ...) and bump ``updated``;
+        an unknown field is a ``ValueError``, an unknown session a ``StoreError``."""
+        ...
+
+    def delete_session(self, id: str) -> None:
+        """Delete a session with its messages, tool parts, approvals and child sessions."""
+        ...
+
+    def add_session_usage(self, id: str, /, *, cost: float = 0.0, **tokens: int) -> None:
+        """Add a message's cost and tokens (``tokens_in``, ``tokens_out``, ...) to its session."""
+        ...
+
+    def latest_session(self, project: str, *, top_level: bool = True) -> SessionRecord | None:
+        """The project's most recently updated (top-level) conversation (``--continue``)."""
+        ...
+
+    def sessions_by_prefix(self, prefix: str, *, limit: int = 10) -> list[SessionRecord]:
+        """The sessions whose id starts with ``prefix`` (at most ``limit``), in id order."""
+        ...
+
+    def children(self, id: str) -> list[SessionRecord]:
+        """The session's child sessions (sub-agents), oldest first."""
+        ...
+
+    # -- session locks -------------------------------------------------------------------------
+
+    def lock_session(self, id: str, pid: int | None = None) -> None:
+        """Mark the session as run by ``pid`` (default: this process) on this host; raise
+        :class:`~hookcode.store.records.SessionBusy` when another live process holds it."""
+        ...
+
+    def unlock_session(self, id: str, pid: int | None = None) -> None:
+        """Release the lock if ``pid`` (default: this process) on this host holds it."""
+        ...
+
+    def session_lock(self, id: str) -> tuple[int, str] | None:
+        """``(pid, host)`` of the process running the session, if a live one holds its lock."""
+        ...
+
+    # -- approvals -----------------------------------------------------------------------------
+
+    def add_approval(
+        self, *, project: str, permission: str, pattern: str, session_id: str | None = None
+    ) -> ApprovalRecord:
+        """Remember an approval; an identical existing one is returned instead of a duplicate."""
+        ...
+
+    def approvals(self, *, project: str, session_id: str | None = None) -> list[ApprovalRecord]:
+        """The project's project-scoped approvals, then (given ``session_id``) that session's;
+        each group in creation order."""
+        ...
+
+    def remove_approval(self, id: str) -> bool: ...
+
+    def clear_approvals(self, *, project: str, session_id: str | None = None) -> int:
+        """Delete the approvals of one scope (the project's, or the session's); how many."""
+        ...
+
+    # -- messages, parts, tool parts -----------------------------------------------------------
+
+    def save_message(self, message: dict[str, Any]) -> None: ...
+
+    def save_part(self, part: dict[str, Any]) -> None: ...
+
+    def delete_part(self, id: str) -> None: ...
+
+    def messages(self, session_id: str) -> list[dict[str, Any]]:
+        """The session's messages in order, each with its ``parts`` in order (tool parts with
+        their ``state`` from the tool parts)."""
+        ...
+
+    def save_tool_part(self, part: ToolPartRecord) -> None:
+        """Insert or replace the tool part with ``part.id``; a replaced part keeps its place."""
+        ...
+
+    def get_tool_part(self, id: str) -> ToolPartRecord | None: ...
+
+    def tool_parts(self, session_id: str) -> list[ToolPartRecord]: ...
+
+    def set_tool_raw(self, id: str, raw: str) -> None: ...
+
+    def set_compacted(self, ids: list[str], when: float | None = None) -> None: ...
+
+    def mark_interrupted(self, session_id: str, message: str = "Tool execution aborted") -> int: ...
+
+    def recover_session(self, session_id: str, message: str = "Tool execution aborted") -> int:
+        """After a process died mid-step: its unfinished tool parts and assistant messages
+        are closed with an error; how many tool parts were marked."""
+        ...
+
+    # -- per-session state, todos --------------------------------------------------------------
+
+    def get_state(self, session_id: str, key: str) -> Any: ...
+
+    def set_state(self, session_id: str, key: str, value: Any) -> None: ...
+
+    def set_todos(self, session_id: str, todos: list[dict[str, Any]]) -> None: ...
+
+    def todos(self, session_id: str) -> list[dict[str, Any]]: ...

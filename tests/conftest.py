@@ -3,9 +3,11 @@
 from __future__ import annotations
 
 import hashlib
+import os
 import subprocess
 import sys
 import sysconfig
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -56,3 +58,37 @@ def rg() -> str:
         return find_rg()
     except RipgrepMissing as exc:
         missing(str(exc))
+
+
+@pytest.fixture(scope="session")
+def postgres_server() -> Iterator[str]:
+    """The URL of a PostgreSQL server's ``postgres`` database (superuser, loopback): CI's
+    cluster (``HOOKCODE_TEST_POSTGRES_URL``), or one started for this test process and
+    stopped at its end. Missing PostgreSQL fails the test in CI and skips it elsewhere."""
+    from helpers import postgres
+
+    url = os.environ.get(postgres.URL_VARIABLE)
+    if url:
+        yield url
+        return
+    try:
+        postgres.bin_dir()
+    except postgres.PostgresMissing as exc:
+        missing(str(exc))
+    directory = postgres.cluster_directory()
+    try:
+        yield postgres.start(directory)
+    finally:
+        postgres.stop(directory)
+
+
+@pytest.fixture
+def postgres_url(postgres_server: str) -> Iterator[str]:
+    """A fresh, empty PostgreSQL database for this test (dropped after it); its URL."""
+    from helpers import postgres
+
+    url = postgres.create_database(postgres_server)
+    try:
+        yield url
+    finally:
+        postgres.drop_database(postgres_server, url)

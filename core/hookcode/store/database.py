@@ -217,7 +217,12 @@ class Database:
             for number in range(version, len(self._migrations)):
                 for statement in split_statements(self._migrations[number]):
                     conn.execute(statement)
+                self._migrated(conn, number + 1)
                 conn.execute(f"PRAGMA user_version = {number + 1}")
+
+    def _migrated(self, conn: sqlite3.Connection, version: int) -> None:
+        """After the script that brought the database to ``version``, in its transaction:
+        what SQL alone cannot do (a subclass's business; nothing here)."""
 
     def _read_version(self) -> int:
         try:
@@ -280,6 +285,25 @@ class Database:
         """Group several writes into one transaction (committed at the end, rolled back on an
         exception); the store's own write methods called inside join it."""
         return self._write()
+
+    @contextmanager
+    def _reading(self) -> Iterator[None]:
+        """Several reads that see one snapshot of the database (one read transaction; inside
+        a write, they join it)."""
+        with self._lock:
+            if self._depth or self._conn.in_transaction:
+                yield
+                return
+            try:
+                self._conn.execute("BEGIN")
+            except sqlite3.Error as exc:
+                raise StoreError(f"{self.path}: cannot read: {exc}") from exc
+            try:
+                yield
+            finally:
+                if self._conn.in_transaction:
+                    with contextlib.suppress(sqlite3.Error):
+                        self._conn.execute("COMMIT")
 
     def _query(self, sql: str, params: tuple | list = ()) -> list[tuple]:
         with self._lock:

@@ -14,7 +14,7 @@ from typing import Any
 
 import pytest
 from hookcode.testing import missing
-from hookcode_store_postgres.store import PostgresStore
+from hookcode_store_postgres.postgres_store import PostgresStore
 
 
 @pytest.fixture

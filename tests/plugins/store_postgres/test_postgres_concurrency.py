@@ -11,7 +11,7 @@ from typing import Any
 
 from hookcode.store import ToolPartRecord
 from hookcode_store_postgres import schema
-from hookcode_store_postgres.store import PostgresStore
+from hookcode_store_postgres.postgres_store import PostgresStore
 
 
 def run_python(code: str, *args: str) -> subprocess.Popen[str]:
@@ -61,7 +61,7 @@ def test_threads_share_one_store(store: PostgresStore) -> None:
 WRITER = """
 import sys
 from hookcode.store import ToolPartRecord
-from hookcode_store_postgres.store import PostgresStore
+from hookcode_store_postgres.postgres_store import PostgresStore
 
 url, name, count = sys.argv[1], sys.argv[2], int(sys.argv[3])
 print("ready", flush=True)
@@ -125,7 +125,7 @@ def test_processes_migrate_a_new_database_and_write_concurrently(
 LOCK_RACER = """
 import sys
 from hookcode.store import SessionBusy
-from hookcode_store_postgres.store import PostgresStore
+from hookcode_store_postgres.postgres_store import PostgresStore
 
 store = PostgresStore(sys.argv[1])
 store.get_session(sys.argv[2])  # connected: the race is the lease's alone

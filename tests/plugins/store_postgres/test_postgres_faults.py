@@ -12,7 +12,7 @@ from typing import Any
 import pytest
 from hookcode.store import StoreError, ToolPartRecord
 from hookcode_store_postgres import database, schema
-from hookcode_store_postgres.store import PostgresStore
+from hookcode_store_postgres.postgres_store import PostgresStore
 
 PASSWORD = "s3cr@t/pw"  # percent-encoded in the URL
 ENCODED = "s3cr%40t%2Fpw"

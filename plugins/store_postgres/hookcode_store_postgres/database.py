@@ -46,9 +46,8 @@ from contextlib import contextmanager, suppress
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Generic, LiteralString, Self, TypeVar, cast
 
-from hookcode.store.database import storable as utf8_storable
-from hookcode.store.records import StoreError
-from hookcode.store.urls import mask_url, url_passwords
+from hookcode.store import StoreError, mask_url, url_passwords
+from hookcode.store import storable as utf8_storable
 
 if TYPE_CHECKING:
     import psycopg
@@ -97,7 +96,7 @@ logging.getLogger("psycopg.pool").addHandler(logging.NullHandler())
 
 def storable(value: Any) -> Any:
     """Text as PostgreSQL can hold it: a lone surrogate (as for SQLite, see
-    :func:`hookcode.store.database.storable`) and a NUL character, which no PostgreSQL text
+    :func:`hookcode.store.storable`) and a NUL character, which no PostgreSQL text
     holds, become ``?``; anything else is returned as it is."""
     if type(value) is str:
         value = utf8_storable(value)

@@ -25,8 +25,7 @@ from dataclasses import astuple, fields
 from typing import TYPE_CHECKING, Any
 
 from hookcode.ids import new_id
-from hookcode.store.database import dumps
-from hookcode.store.records import (
+from hookcode.store import (
     LEASE_TTL,
     ApprovalRecord,
     SessionBusy,
@@ -34,8 +33,10 @@ from hookcode.store.records import (
     SessionRecord,
     StoreError,
     current_user,
+    dumps,
+    parents_first,
+    pid_alive,
 )
-from hookcode.store.store import parents_first, pid_alive
 
 from hookcode_store_postgres import schema
 from hookcode_store_postgres.database import execute, storable

@@ -67,6 +67,8 @@ RETRY_SECONDS = 10.0
 #: the first pause between two attempts, doubled after each one up to :data:`_MAX_DELAY` (s)
 _FIRST_DELAY = 0.05
 _MAX_DELAY = 1.0
+#: how long one attempt waits for a pooled connection before making one of its own (s)
+_POOL_WAIT = 1.0
 #: libpq's ``connect_timeout`` when the URL sets none (libpq's own default waits forever) (s)
 CONNECT_TIMEOUT = 10
 #: connections one process's pool may hold; it opens them only as threads need them
@@ -160,6 +162,8 @@ class Database:
         self.location = mask_url(url)
         self._local = threading.local()
         self._closed = False
+        #: connections made outside the pool (see :meth:`_attempt`), closed after their use
+        self._own: set[psycopg.Connection] = set()
         try:
             options = conninfo_to_dict(self._url)
         except psycopg.Error as exc:
@@ -233,16 +237,6 @@ class Database:
             time.sleep(min(delay, remaining))
             delay = min(delay * 2, _MAX_DELAY)
 
-    def _probe(self) -> BaseException | None:
-        """Why a new connection cannot be made now (None: it can)."""
-        import psycopg
-
-        try:
-            psycopg.connect(self._url, **self._connect_options).close()
-        except psycopg.Error as exc:
-            return exc
-        return None
-
     # -- running statements --------------------------------------------------------------------
 
     def run(self, work: Callable[[psycopg.Connection], T], *, atomic: bool = False) -> T:
@@ -287,10 +281,17 @@ class Database:
         import psycopg
 
         try:
-            conn = self._pool.getconn(timeout=max(deadline - time.monotonic(), 0.01))
-        except psycopg.OperationalError as exc:  # PoolTimeout: no connection could be made
+            wait = min(max(deadline - time.monotonic(), 0.01), _POOL_WAIT)
+            conn = self._pool.getconn(timeout=wait)
+        except psycopg.OperationalError:  # PoolTimeout: the pool has none to give now
             self._check_open()
-            return self._probe() or exc
+            # the pool's own reconnection backs off for seconds after the server is back
+            # (or its connections are all in use): a connection of this attempt's own
+            try:
+                conn = psycopg.connect(self._url, **self._connect_options)
+            except psycopg.Error as exc:
+                return exc
+            self._own.add(conn)
         keep = False
         try:
             if pinned is not None:
@@ -312,7 +313,15 @@ class Database:
             return exc
         finally:
             if not keep:
-                self._pool.putconn(conn)
+                self._give_back(conn)
+
+    def _give_back(self, conn: psycopg.Connection) -> None:
+        """Return a pooled connection to the pool; close one of an attempt's own."""
+        if conn in self._own:
+            self._own.discard(conn)
+            conn.close()
+        else:
+            self._pool.putconn(conn)
 
     @contextmanager
     def transaction(self) -> Iterator[None]:
@@ -393,7 +402,7 @@ class Database:
             else:
                 self._rollback(conn)
         finally:
-            self._pool.putconn(conn)
+            self._give_back(conn)
         if commit and pinned.failed is not None:
             raise StoreError(
                 f"PostgreSQL store {self.location}: the transaction was rolled back: a "

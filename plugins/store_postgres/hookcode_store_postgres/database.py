@@ -179,7 +179,7 @@ class Database:
         from psycopg_pool import ConnectionPool
 
         self._pool: ConnectionPool = ConnectionPool(
-            url,
+            self._url,
             kwargs=self._connect_options,
             min_size=1,
             max_size=POOL_MAX_SIZE,
@@ -218,22 +218,35 @@ class Database:
     def _connect(self) -> psycopg.Connection:
         """A connection of its own (not the pool's), retried within :data:`RETRY_SECONDS`
         while the server cannot be reached."""
+        return self._retrying(self._connect_once)
+
+    def _connect_once(self, deadline: float) -> _Done[psycopg.Connection] | BaseException:
+        """One attempt of :meth:`_connect`: a connection, or the transient failure to retry;
+        a failure no retry mends (authentication, TLS required, no such database) raises."""
         import psycopg
 
+        try:
+            return _Done(psycopg.connect(self._url, **self._connect_options))
+        except psycopg.Error as exc:
+            if not _transient(exc, None):
+                raise StoreError(
+                    f"PostgreSQL store {self.location}: cannot connect: {self._text(exc)}"
+                ) from None
+            return exc
+
+    def _retrying(self, attempt: Callable[[float], _Done[T] | BaseException]) -> T:
+        """``attempt(deadline)`` until it succeeds, pausing between attempts (doubling from
+        :data:`_FIRST_DELAY` to :data:`_MAX_DELAY`); after :data:`RETRY_SECONDS`, a
+        StoreError saying the store was unreachable and the last failure."""
         deadline = time.monotonic() + RETRY_SECONDS
         delay = _FIRST_DELAY
         while True:
-            try:
-                return psycopg.connect(self._url, **self._connect_options)
-            except psycopg.Error as exc:
-                if not _transient(exc, None):
-                    raise StoreError(
-                        f"PostgreSQL store {self.location}: cannot connect: {self._text(exc)}"
-                    ) from None
-                cause = exc
+            outcome = attempt(deadline)
+            if isinstance(outcome, _Done):
+                return outcome.value
             remaining = deadline - time.monotonic()
             if remaining <= 0:
-                raise self._unreachable(cause) from None
+                raise self._unreachable(outcome) from None
             time.sleep(min(delay, remaining))
             delay = min(delay * 2, _MAX_DELAY)
 
@@ -251,19 +264,9 @@ class Database:
         if pinned is not None and (pinned.conn is not None or pinned.failed is not None):
             return self._in_transaction(pinned, work)
         self._check_open()
-        deadline = time.monotonic() + RETRY_SECONDS
-        delay = _FIRST_DELAY
-        while True:
-            outcome = self._attempt(work, deadline, atomic=atomic, pinned=pinned)
-            if isinstance(outcome, _Done):
-                return outcome.value
-            remaining = deadline - time.monotonic()
-            if remaining <= 0:
-                raise self._unreachable(outcome) from None
-            time.sleep(min(delay, remaining))
-            delay = min(delay * 2, _MAX_DELAY)
-            self._check_open()
-            self._pool.check()  # the other idle connections likely died with this one
+        return self._retrying(
+            lambda deadline: self._attempt(work, deadline, atomic=atomic, pinned=pinned)
+        )
 
     def _attempt(
         self,
@@ -280,6 +283,7 @@ class Database:
         unless the connection was lost (then nothing of the block ran: it is retried)."""
         import psycopg
 
+        self._check_open()
         try:
             wait = min(max(deadline - time.monotonic(), 0.01), _POOL_WAIT)
             conn = self._pool.getconn(timeout=wait)
@@ -287,10 +291,10 @@ class Database:
             self._check_open()
             # the pool's own reconnection backs off for seconds after the server is back
             # (or its connections are all in use): a connection of this attempt's own
-            try:
-                conn = psycopg.connect(self._url, **self._connect_options)
-            except psycopg.Error as exc:
-                return exc
+            own = self._connect_once(deadline)
+            if not isinstance(own, _Done):
+                return own
+            conn = own.value
             self._own.add(conn)
         keep = False
         try:
@@ -310,6 +314,7 @@ class Database:
             if pinned is not None:
                 pinned.conn, keep = None, False
                 self._rollback(conn)
+            self._pool.check()  # the other idle connections likely died with this one
             return exc
         finally:
             if not keep:

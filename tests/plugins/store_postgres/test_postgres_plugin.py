@@ -31,6 +31,7 @@ def test_the_hook_answers_postgres_urls_only(postgres_url: str) -> None:
         url = scheme + postgres_url.removeprefix("postgresql")
         store = hookcode_store_postgres.store(url=url, runtime=None)
         assert isinstance(store, PostgresStore)
+        store.create_session(project="p", directory="/d", id=f"ses_{scheme}")  # the pool's
         store.close()
 
 

@@ -175,7 +175,8 @@ class MessageStore(Database):
             ).fetchall()
             return messages, parts
 
-        message_rows, part_rows = self.run(read, atomic=True)  # one snapshot
+        # two statements, as SQLite's: a part whose message came after the first is left out
+        message_rows, part_rows = self.run(read)
         out: list[dict[str, Any]] = []
         by_id: dict[str, dict[str, Any]] = {}
         for id, role, created, data in message_rows:

@@ -270,21 +270,28 @@ class PostgresStore(MessageStore):
         key = [project, session_id or "", permission, pattern, directory or ""]
         row = [new_id("apr"), project, session_id, permission, pattern, time.time(), directory]
 
-        def add(conn: psycopg.Connection) -> ApprovalRecord:
-            execute(
-                conn,
-                f"INSERT INTO approvals ({_APPROVAL_FIELDS}) VALUES (%s, %s, %s, %s, %s, %s, %s) "
-                "ON CONFLICT DO NOTHING",
-                row,
-            )
-            found = execute(
-                conn, f"SELECT {_APPROVAL_FIELDS} FROM approvals WHERE {_APPROVAL_MEANING}", key
-            ).fetchone()
-            if found is None:  # removed by another process between the two statements
-                raise StoreError(f"PostgreSQL store {self.location}: approval vanished, retry")
-            return ApprovalRecord(*found)
+        # one statement: the new row, or the one already there. A row another process
+        # committed after this statement's snapshot makes the insert do nothing yet stays
+        # unseen by the select: the next statement (a new snapshot) sees it
+        statement = (
+            f"WITH added AS (INSERT INTO approvals ({_APPROVAL_FIELDS}) "
+            "VALUES (%s, %s, %s, %s, %s, %s, %s) "
+            f"ON CONFLICT DO NOTHING RETURNING {_APPROVAL_FIELDS}) "
+            f"SELECT {_APPROVAL_FIELDS} FROM added UNION ALL "
+            f"(SELECT {_APPROVAL_FIELDS} FROM approvals WHERE {_APPROVAL_MEANING}) LIMIT 1"
+        )
 
-        return self.run(add, atomic=True)
+        def add(conn: psycopg.Connection) -> ApprovalRecord:
+            for _attempt in range(3):
+                found = execute(conn, statement, [*row, *key]).fetchone()
+                if found is not None:
+                    return ApprovalRecord(*found)
+            raise StoreError(
+                f"PostgreSQL store {self.location}: the approval {permission} {pattern!r} was "
+                "removed as fast as it was added"
+            )
+
+        return self.run(add)
 
     def approvals(self, *, project: str, session_id: str | None = None) -> list[ApprovalRecord]:
         """The project's project-scoped approvals, then (given ``session_id``) that session's;

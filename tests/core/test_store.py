@@ -49,7 +49,7 @@ def integrity(path: Path) -> str:
         conn.close()
 
 
-def run_python(code: str, *args: str) -> subprocess.Popen:
+def run_python(code: str, *args: str, stdin: int | None = None) -> subprocess.Popen:
     env = {
         **os.environ,
         "PYTHONPATH": os.pathsep.join([str(CORE_DIR), os.environ.get("PYTHONPATH", "")]),
@@ -57,6 +57,7 @@ def run_python(code: str, *args: str) -> subprocess.Popen:
     return subprocess.Popen(
         [sys.executable, "-c", textwrap.dedent(code), *args],
         env=env,
+        stdin=stdin,
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         text=True,
@@ -834,3 +835,354 @@ def test_the_sqlite_store_is_a_store(store: SQLiteStore) -> None:
     typed: Store = store  # pyright checks every method's signature here
     assert isinstance(typed, Store)
     assert typed.location == str(store.path)
+
+
+# -- hosts and users, leases -------------------------------------------------------------------
+
+
+def test_sessions_record_host_and_user_and_filter_by_host(store: SQLiteStore) -> None:
+    import getpass
+    import json
+    import socket
+
+    here = store.create_session(project="p", directory="/d")
+    assert (here.host, here.user) == (socket.gethostname(), getpass.getuser())
+    assert store.get_session(here.id) == here
+    assert here.to_dict()["host"] == socket.gethostname()
+    assert here.to_dict()["user"] == getpass.getuser()
+    store._conn.execute(
+        "INSERT INTO sessions (id, project, directory, agent, created, updated, host, user) "
+        "VALUES ('ses_far', 'p', '/d', 'build', 1, 1, 'far-away', 'ann')"
+    )
+    store._conn.execute(
+        "INSERT INTO sessions (id, project, directory, agent, created, updated) "
+        "VALUES ('ses_old', 'p', '/d', 'build', 0, 0)"
+    )
+    assert [s.id for s in store.list_sessions("p", host=socket.gethostname())] == [here.id]
+    assert [s.id for s in store.list_sessions("p", host="far-away")] == ["ses_far"]
+    assert len(store.list_sessions("p")) == 3
+    rows = [json.loads(row) for row in store.sessions_json("p")]
+
+    def untimed(data: dict) -> dict:  # SQLite prints times with 15 digits
+        return {k: v for k, v in data.items() if k not in ("created", "updated")}
+
+    assert [untimed(r) for r in rows] == [untimed(s.to_dict()) for s in store.list_sessions("p")]
+    assert rows[1]["host"] == "far-away" and rows[1]["user"] == "ann"
+    assert "host" not in rows[2] and "user" not in rows[2]  # an older session: neither
+    assert [json.loads(r)["id"] for r in store.sessions_json("p", host="far-away")] == ["ses_far"]
+
+
+def _foreign_lock(store: SQLiteStore, session_id: str, host: str, expires: float | None) -> None:
+    """A lease row as another machine leaves it (pid 1 there)."""
+    store._conn.execute(
+        "INSERT OR REPLACE INTO session_locks (session_id, pid, host, acquired, expires) "
+        "VALUES (?, 1, ?, ?, ?)",
+        (session_id, host, time.time() - 1, expires),
+    )
+
+
+def test_leases_expire_and_are_taken_over(store: SQLiteStore) -> None:
+    import socket
+
+    from hookcode.store import LEASE_TTL, SessionBusy
+
+    s = store.create_session(project="p", directory="/d")
+    me = (os.getpid(), socket.gethostname())
+    # another machine's live lease: busy, naming the machine
+    _foreign_lock(store, s.id, "other-host", time.time() + 60)
+    with pytest.raises(SessionBusy, match="pid 1 on other-host") as caught:
+        store.lock_session(s.id)
+    assert (caught.value.pid, caught.value.host) == (1, "other-host")
+    assert store.session_lock(s.id) == (1, "other-host")
+    store.unlock_session(s.id, pid=1)  # the same pid, but not this host's: nothing happens
+    assert store.session_lock(s.id) == (1, "other-host")
+    # ... expired: free, and taken over
+    _foreign_lock(store, s.id, "other-host", time.time() - 0.001)
+    assert store.session_lock(s.id) is None
+    store.lock_session(s.id)
+    assert store.session_lock(s.id) == me
+    # a lock from before leases (no expiry) lasts LEASE_TTL from when it was taken
+    store._conn.execute(
+        "UPDATE session_locks SET pid = 1, host = 'other-host', acquired = ?, expires = NULL",
+        (time.time() - 1,),
+    )
+    with pytest.raises(SessionBusy):
+        store.lock_session(s.id)
+    store._conn.execute("UPDATE session_locks SET acquired = ?", (time.time() - LEASE_TTL - 1,))
+    store.lock_session(s.id)
+    assert store.session_lock(s.id) == me
+
+
+def test_an_expired_live_lease_is_taken_over_and_its_renewal_fails(store: SQLiteStore) -> None:
+    import socket
+
+    from hookcode.store import SessionBusy
+
+    s = store.create_session(project="p", directory="/d")
+    sleeper = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"])
+    try:
+        store.lock_session(s.id, pid=sleeper.pid, ttl=60)
+        with pytest.raises(SessionBusy, match=f"pid {sleeper.pid}"):
+            store.lock_session(s.id)
+        assert store.renew_session_lock(s.id, pid=sleeper.pid, ttl=0) is True  # expires now
+        assert store.session_lock(s.id) is None  # alive, but its lease ran out
+        store.lock_session(s.id)  # taken over
+        assert store.session_lock(s.id) == (os.getpid(), socket.gethostname())
+        assert store.renew_session_lock(s.id, pid=sleeper.pid) is False
+        with pytest.raises(SessionBusy, match=f"pid {os.getpid()}"):
+            store.lock_session(s.id, pid=sleeper.pid)
+        assert store.renew_session_lock(s.id) is True
+        store.lock_session(s.id)  # the holder again: renewed
+        store.unlock_session(s.id)
+        assert store.session_lock(s.id) is None
+        assert store.renew_session_lock(s.id) is False  # released: nothing to renew
+    finally:
+        sleeper.kill()
+        sleeper.wait()
+
+
+LOCK_RACER = """
+import sys
+from pathlib import Path
+from hookcode.store import SQLiteStore, SessionBusy
+
+store = SQLiteStore(Path(sys.argv[1]))
+print("ready", flush=True)
+sys.stdin.readline()  # go
+try:
+    store.lock_session(sys.argv[2])
+except SessionBusy as exc:
+    print("busy", exc.pid, flush=True)
+else:
+    print("won", flush=True)
+sys.stdin.readline()  # hold the lease until the other has tried
+store.close()
+"""
+
+
+def test_two_processes_racing_for_one_lease_one_wins(db_path: Path) -> None:
+    with SQLiteStore(db_path) as st:
+        session = st.create_session(project="p", directory="/d")
+    for _round in range(5):
+        racers = [
+            run_python(LOCK_RACER, str(db_path), session.id, stdin=subprocess.PIPE)
+            for _ in range(2)
+        ]
+        try:
+            for proc in racers:
+                assert proc.stdout is not None and proc.stdout.readline().strip() == "ready"
+            for proc in racers:
+                assert proc.stdin is not None
+                proc.stdin.write("go\n")
+                proc.stdin.flush()
+            answers = []
+            for proc in racers:
+                assert proc.stdout is not None
+                answers.append(proc.stdout.readline().split())
+            winners = [
+                proc for proc, answer in zip(racers, answers, strict=True) if answer == ["won"]
+            ]
+            assert len(winners) == 1, answers
+            loser = next(a for a in answers if a[0] == "busy")
+            assert int(loser[1]) == winners[0].pid
+        finally:
+            for proc in racers:
+                _out, err = proc.communicate("done\n", timeout=60)
+                assert proc.returncode == 0, err
+
+
+# -- moving data between stores ----------------------------------------------------------------
+
+
+def _fill(store: SQLiteStore) -> tuple[str, str]:
+    """A parent session with a child, messages, parts, tool parts, todos, state, approvals."""
+    parent = store.create_session(project="p", directory="/d", title="parent")
+    child = store.create_session(project="p", directory="/d", parent_id=parent.id)
+    for session in (parent.id, child.id):
+        for i in range(3):
+            mid = f"{session}_m{i}"
+            _message(store, session, mid, "assistant" if i % 2 else "user", n=i, nested={"a": [i]})
+            store.save_part(
+                {
+                    "id": f"{mid}_p",
+                    "session_id": session,
+                    "message_id": mid,
+                    "type": "text",
+                    "text": f"part {i} \u00e9",
+                }
+            )
+            store.save_tool_part(
+                ToolPartRecord(
+                    id=f"{mid}_call",
+                    session_id=session,
+                    tool="read",
+                    state="completed",
+                    input={"filePath": f"f{i}"},
+                    message_id=mid,
+                    output="out",
+                    title="t",
+                    metadata={"k": i},
+                    attachments=[{"a": 1}],
+                    time_start=1.0,
+                    time_end=2.0,
+                )
+            )
+            store.save_part(
+                {
+                    "id": f"{mid}_tool",
+                    "session_id": session,
+                    "message_id": mid,
+                    "type": "tool",
+                    "call_id": f"{mid}_call",
+                }
+            )
+        store.set_tool_raw(f"{session}_m0_call", '{"filePath": "f0"}')
+        store.set_compacted([f"{session}_m1_call"], when=7.0)
+        store.set_todos(session, [{"content": "a"}, {"id": "t2", "content": "b", "status": "done"}])
+        store.set_state(session, "provider:x", {"positions": {"*": 2}})
+        store.set_state(session, "other", [1, "two"])
+    store.add_session_usage(parent.id, cost=0.25, tokens_in=5, tokens_out=3)
+    store.add_approval(project="p", permission="bash", pattern="git *", directory="/d")
+    store.add_approval(project="p", permission="edit", pattern="*", session_id=parent.id)
+    store.add_approval(project="q", permission="read", pattern="*.env", directory="/e")
+    return parent.id, child.id
+
+
+def _copy(source: SQLiteStore, target: SQLiteStore) -> None:
+    for record in source.approval_records():
+        if record.session_id is None:
+            target.import_approval(record)
+    for id in source.session_ids():
+        data = source.export_session(id)
+        assert data is not None
+        target.import_session(data)
+    for record in source.approval_records():
+        if record.session_id is not None:
+            target.import_approval(record)
+
+
+def test_export_import_into_another_file_gives_equal_data(tmp_path: Path) -> None:
+    source = SQLiteStore(tmp_path / "a.db")
+    target = SQLiteStore(f"{tmp_path}/b.db")
+    try:
+        parent, child = _fill(source)
+        assert source.session_ids() == [parent, child]
+        exported = source.export_session(parent)
+        assert exported is not None
+        assert [m["id"] for m in exported.messages] == [f"{parent}_m{i}" for i in range(3)]
+        assert exported.messages[1]["data"]["nested"] == {"a": [1]}
+        assert exported.tool_parts[0]["raw"] == '{"filePath": "f0"}'
+        assert exported.tool_parts[1]["compacted"] == 7.0
+        assert exported.state == {"other": [1, "two"], "provider:x": {"positions": {"*": 2}}}
+        assert exported.counts() == {
+            "messages": 3,
+            "parts": 6,
+            "tool_parts": 3,
+            "todos": 2,
+            "session_state": 2,
+        }
+        assert source.export_session("ses_missing") is None
+        for _twice in range(2):  # idempotent
+            _copy(source, target)
+            for id in (parent, child):
+                assert target.get_session(id) == source.get_session(id)
+                assert target.messages(id) == source.messages(id)
+                assert target.tool_parts(id) == source.tool_parts(id)
+                assert target.todos(id) == source.todos(id)
+                assert target.get_state(id, "provider:x") == source.get_state(id, "provider:x")
+                assert target.export_session(id) == source.export_session(id)
+            assert target.counts() == source.counts()
+            assert target.approval_records() == source.approval_records()
+        assert source.counts() == {
+            "sessions": 2,
+            "messages": 6,
+            "parts": 12,
+            "tool_parts": 6,
+            "approvals": 3,
+            "todos": 4,
+            "session_state": 4,
+        }
+        # a changed source session replaces the target's copy whole
+        source.set_todos(parent, [{"content": "only"}])
+        source.delete_part(f"{parent}_m2_p")
+        data = source.export_session(parent)
+        assert data is not None
+        target.import_session(data)
+        assert target.export_session(parent) == source.export_session(parent)
+        assert target.counts() == source.counts()
+        assert [c.id for c in target.children(parent)] == [child]  # children stay
+    finally:
+        source.close()
+        target.close()
+
+
+def test_session_ids_put_parents_first() -> None:
+    from hookcode.store.store import parents_first
+
+    rows = [("c", "b"), ("a", None), ("b", "a"), ("d", None), ("e", "c")]
+    assert parents_first(rows) == ["a", "b", "c", "d", "e"]
+    assert parents_first([("x", "gone")]) == ["x"]  # a parent not listed: not waited for
+
+
+def test_approvals_remember_their_directory(store: SQLiteStore) -> None:
+    a = store.add_approval(project="git:1", permission="bash", pattern="ls", directory="/one")
+    b = store.add_approval(project="git:1", permission="bash", pattern="ls", directory="/two")
+    assert a.id != b.id and (a.directory, b.directory) == ("/one", "/two")
+    again = store.add_approval(project="git:1", permission="bash", pattern="ls", directory="/one")
+    assert again == a
+    assert store.approvals(project="git:1") == [a, b]
+    assert store.approval_records() == [a, b]
+    store.import_approval(a)  # as it is: nothing changes
+    assert store.approval_records() == [a, b]
+    # an approval with the same meaning under another id is replaced by the imported one
+    from dataclasses import replace
+
+    moved = replace(a, id="apr_from_elsewhere", created=1.0)
+    store.import_approval(moved)
+    assert store.approval_records() == [moved, b]  # creation order
+
+
+def test_rekey_project_moves_sessions_and_approvals(store: SQLiteStore) -> None:
+    s = store.create_session(project="/work/repo", directory="/work/repo")
+    kept = store.add_approval(
+        project="/work/repo", permission="bash", pattern="ls", directory="/work/repo"
+    )
+    store.add_approval(project="git:abc", permission="bash", pattern="ls", directory="/work/repo")
+    store.add_approval(project="/work/repo", permission="edit", pattern="*", session_id=s.id)
+    # the session and the session approval move; the duplicate project approval is kept once
+    assert store.rekey_project("/work/repo", "git:abc") == 2
+    assert store.get_session(s.id).project == "git:abc"  # type: ignore[union-attr]
+    assert store.approvals(project="/work/repo") == []
+    moved = store.approvals(project="git:abc", session_id=s.id)
+    assert [(r.permission, r.session_id) for r in moved] == [("bash", None), ("edit", s.id)]
+    assert kept.id not in {r.id for r in moved}  # the duplicate was kept once
+    assert store.rekey_project("/work/repo", "git:abc") == 0
+
+
+def test_migration_4_keeps_older_approvals_and_locks(db_path: Path) -> None:
+    conn = sqlite3.connect(db_path.parent.mkdir(parents=True) or db_path)
+    for number in range(3):
+        conn.executescript(MIGRATIONS[number])
+    conn.execute("PRAGMA user_version = 3")
+    conn.execute(
+        "INSERT INTO sessions (id, project, directory, agent, created, updated) "
+        "VALUES ('ses_1', '/w', '/w', 'build', 1, 1)"
+    )
+    conn.execute(
+        "INSERT INTO approvals (id, project, session_id, permission, pattern, created) "
+        "VALUES ('apr_1', '/w', NULL, 'bash', 'ls', 1)"
+    )
+    conn.execute(
+        "INSERT INTO session_locks (session_id, pid, host, acquired) "
+        "VALUES ('ses_1', 1, 'other-host', ?)",
+        (time.time(),),
+    )
+    conn.commit()
+    conn.close()
+    with SQLiteStore(db_path) as st:
+        assert st.version == len(MIGRATIONS) == 4
+        [record] = st.approval_records()
+        assert (record.id, record.directory) == ("apr_1", "/w")
+        session = st.get_session("ses_1")
+        assert session is not None and (session.host, session.user) == (None, None)
+        assert st.session_lock("ses_1") == (1, "other-host")  # held: within LEASE_TTL

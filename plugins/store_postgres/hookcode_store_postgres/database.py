@@ -42,13 +42,13 @@ import re
 import threading
 import time
 from collections.abc import Callable, Iterator, Sequence
-from contextlib import contextmanager
+from contextlib import contextmanager, suppress
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Generic, Self, TypeVar
-from urllib.parse import unquote, urlsplit
+from typing import TYPE_CHECKING, Any, Generic, LiteralString, Self, TypeVar, cast
 
 from hookcode.store.database import storable as utf8_storable
 from hookcode.store.records import StoreError
+from hookcode.store.urls import mask_url, url_passwords
 
 if TYPE_CHECKING:
     import psycopg
@@ -112,37 +112,13 @@ def execute(conn: psycopg.Connection, sql: str, params: Sequence[Any] = ()) -> p
     nothing ran and a transaction around it is intact)."""
     import psycopg
 
+    query = cast("LiteralString", sql)  # built by the store from its own constant pieces
     try:
-        return conn.execute(sql, params)  # pyright: ignore[reportArgumentType]
+        return conn.execute(query, params)
     except (UnicodeEncodeError, psycopg.DataError) as exc:
         if isinstance(exc, psycopg.DataError) and exc.sqlstate is not None:
             raise  # the server's own complaint: not about text it could not be sent
-        return conn.execute(sql, [storable(v) for v in params])  # pyright: ignore[reportArgumentType]
-
-
-def mask_url(url: str) -> str:
-    """``url`` with its password (in the authority, or a ``password`` parameter) as ``***``."""
-    parts = urlsplit(url)
-    netloc = parts.netloc
-    if "@" in netloc:
-        userinfo, _, hosts = netloc.rpartition("@")
-        if ":" in userinfo:
-            userinfo = userinfo.partition(":")[0] + ":***"
-        netloc = f"{userinfo}@{hosts}"
-    query = re.sub(r"(?i)((?:^|&)password=)[^&]*", r"\1***", parts.query)
-    masked = f"{parts.scheme}://{netloc}{parts.path}"
-    return masked + (f"?{query}" if query else "") + (f"#{parts.fragment}" if parts.fragment else "")
-
-
-def _passwords(url: str) -> list[str]:
-    """The password(s) in ``url``, as written and decoded: what no message may contain."""
-    parts = urlsplit(url)
-    found: list[str] = []
-    userinfo = parts.netloc.rpartition("@")[0] if "@" in parts.netloc else ""
-    if ":" in userinfo:
-        found.append(userinfo.partition(":")[2])
-    found += re.findall(r"(?i)(?:^|&)password=([^&]*)", parts.query)
-    return sorted({p for raw in found for p in (raw, unquote(raw)) if p}, key=len, reverse=True)
+        return conn.execute(query, [storable(v) for v in params])
 
 
 def _transient(exc: BaseException, conn: psycopg.Connection | None) -> bool:
@@ -179,7 +155,7 @@ class Database:
         from psycopg.conninfo import conninfo_to_dict
 
         self._url = url
-        self._secrets = _passwords(url)
+        self._secrets = sorted(url_passwords(url), key=len, reverse=True)
         #: where the data lives, for messages: the URL with its password masked
         self.location = mask_url(url)
         self._local = threading.local()
@@ -413,10 +389,8 @@ class Database:
         import psycopg
 
         if not (conn.closed or conn.broken):
-            try:
+            with suppress(psycopg.Error):
                 conn.execute("ROLLBACK")
-            except psycopg.Error:
-                pass
 
     def _end(self, pinned: _Pinned, *, commit: bool) -> None:
         """End a thread's :meth:`transaction`: commit (unless a statement in it failed) or
@@ -510,7 +484,7 @@ def apply_migrations(
                     f"({len(migrations)}); upgrade hookcode-store-postgres"
                 )
             for script in migrations[version:]:
-                conn.execute(script)  # pyright: ignore[reportArgumentType]
+                execute(conn, script)
             if version < len(migrations):
                 conn.execute(
                     f"INSERT INTO {VERSION_TABLE} (component, version) VALUES (%s, %s) "

@@ -56,7 +56,7 @@ MIGRATIONS: list[str] = [
     );
     CREATE FUNCTION audit_log_append_only() RETURNS trigger LANGUAGE plpgsql AS $$
     BEGIN
-        RAISE EXCEPTION 'audit_log is append-only (% refused)', TG_OP;
+        RAISE EXCEPTION USING MESSAGE = 'audit_log is append-only (' || TG_OP || ' refused)';
     END
     $$;
     CREATE TRIGGER audit_log_append_only BEFORE UPDATE OR DELETE ON audit_log

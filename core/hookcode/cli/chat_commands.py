@@ -144,7 +144,7 @@ def _sessions(chat: ChatState, arguments: str) -> None:
         title = chat.session.title or ""
         chat.note(f"continuing session {chat.session.id}  {title}".rstrip())
         return
-    records = store.list_sessions(str(chat.runtime.worktree), conversations=True, limit=15)
+    records = store.list_sessions(chat.runtime.project, conversations=True, limit=15)
     if not records:
         chat.note("no sessions yet in this project")
         return

@@ -36,7 +36,7 @@ def store_url(postgres_url: str) -> Iterator[str]:
     base, _, rest = postgres_url.partition("://")
     yield f"{base}://{role}:{PASSWORD}@{rest.partition('@')[2]}"
     with psycopg.connect(postgres_url, autocommit=True) as conn:
-        conn.execute(sql.SQL("DROP OWNED BY {}").format(name))
+        conn.execute(sql.SQL("DROP OWNED BY {} CASCADE").format(name))
         conn.execute(sql.SQL("DROP ROLE {}").format(name))
 
 
@@ -159,6 +159,21 @@ def test_four_processes_appending_at_once_keep_one_valid_chain(env, store_url):
     verified = cli(env, "audit", "verify", "--json")
     assert verified.returncode == 0, verified.stderr
     assert json.loads(verified.stdout)["records"] == len(recs)
+
+
+def test_a_log_the_store_cannot_write_refuses_the_call(env, store_url, postgres_url):
+    assert cli(env, "tools", "call", "read", '{"filePath": "a.txt"}').returncode == 0
+    with psycopg.connect(postgres_url, autocommit=True) as conn:  # the role may no longer write
+        conn.execute("ALTER TABLE audit_log OWNER TO postgres")
+    done = cli(env, "tools", "call", "read", '{"filePath": "a.txt"}')
+    assert done.returncode == 1
+    assert "cannot write the audit log postgresql://" in done.stderr
+    assert (
+        "permission denied" in done.stderr and "the call was refused before it ran" in done.stderr
+    )
+    assert PASSWORD not in done.stderr and ":***@" in done.stderr
+    assert "Traceback" not in done.stderr
+    assert len(rows(postgres_url)) == 3  # nothing of the refused call
 
 
 # ---------------------------------------------------------------------------------------------

@@ -256,6 +256,46 @@ def test_the_table_is_append_only(postgres_url):
     assert len(rows(postgres_url)) == 3
 
 
+def test_a_role_granted_only_select_and_insert_cannot_change_the_log(postgres_url):
+    # docs/teams.md's recipe: the owner creates the tables, the agents' role writes records
+    # but can neither change them nor switch the trigger off
+    owner = PostgresStore(postgres_url)
+    owner.audit_log()
+    owner.close()
+    role = f"a_{uuid.uuid4().hex[:12]}"
+    name = sql.Identifier(role)
+    with psycopg.connect(postgres_url, autocommit=True) as conn:
+        conn.execute(sql.SQL("CREATE ROLE {} LOGIN").format(name))
+        for grant in (
+            "GRANT SELECT, INSERT, UPDATE, DELETE ON ALL TABLES IN SCHEMA public TO {}",
+            "GRANT USAGE ON ALL SEQUENCES IN SCHEMA public TO {}",
+            "GRANT CREATE ON SCHEMA public TO {}",
+            "REVOKE UPDATE, DELETE ON audit_log, hookcode_schema FROM {}",
+        ):
+            conn.execute(sql.SQL(grant).format(name))
+    base, _, rest = postgres_url.partition("://")
+    url = f"{base}://{role}@{rest.partition('@')[2]}"
+    try:
+        store = PostgresStore(url)
+        try:
+            store.audit_log().append(lambda seq, prev: build_line({"n": 1}, seq, prev))
+            assert store.create_session(project="p", directory="/w").id
+        finally:
+            store.close()
+        with psycopg.connect(url, autocommit=True) as conn:
+            with pytest.raises(psycopg.errors.InsufficientPrivilege):
+                conn.execute("UPDATE audit_log SET line = 'x'")
+            with pytest.raises(psycopg.errors.InsufficientPrivilege):
+                conn.execute("ALTER TABLE audit_log DISABLE TRIGGER USER")
+            with pytest.raises(psycopg.errors.InsufficientPrivilege):
+                conn.execute("DELETE FROM audit_log")
+        assert len(rows(postgres_url)) == 1
+    finally:
+        with psycopg.connect(postgres_url, autocommit=True) as conn:
+            conn.execute(sql.SQL("DROP OWNED BY {} CASCADE").format(name))
+            conn.execute(sql.SQL("DROP ROLE {}").format(name))
+
+
 # ---------------------------------------------------------------------------------------------
 # the password
 # ---------------------------------------------------------------------------------------------

@@ -13,8 +13,8 @@ then reads the head (the row with the highest ``seq``) and chains onto it. The `
 on is the head's stored hash, not a hash of its text as it is now: a last row edited by hand
 does not become the base of a valid chain, the next line exposes it. A lost connection is
 retried (:meth:`Database.run`); a retry first looks whether the lost attempt was committed
-after all (the head is exactly the line it would have built there) and then returns that
-line instead of writing the record twice.
+after all (its line is at the ``seq`` it was given) and then returns it instead of writing the
+record twice, whatever other writers appended since.
 
 **Append-only**: a trigger refuses ``UPDATE``, ``DELETE`` and ``TRUNCATE`` of the table. The
 table's owner can drop or disable the trigger, so it stops mistakes, not the owner; what the
@@ -29,7 +29,7 @@ from typing import TYPE_CHECKING
 
 from hookcode.store.audit_log import GENESIS, line_hash
 
-from hookcode_store_postgres.database import apply_migrations, execute
+from hookcode_store_postgres.database import apply_migrations, execute, storable
 
 if TYPE_CHECKING:
     import psycopg
@@ -81,21 +81,22 @@ class PostgresAuditLog:
     def append(self, build: Callable[[int, str], str]) -> str:
         """Append the line ``build(seq, prev)`` makes, chained onto the head, in one
         transaction holding :data:`APPEND_LOCK`; returns it."""
-        attempts = 0  # how many times the work started (Database.run retries it)
+        attempted: tuple[int, str] | None = None  # the seq and line of the last attempt
 
         def work(conn: psycopg.Connection) -> str:
-            nonlocal attempts
-            attempts += 1
+            nonlocal attempted
             execute(conn, "SELECT pg_advisory_xact_lock(%s)", [APPEND_LOCK])
+            if attempted is not None:  # a retry: was the lost attempt committed after all?
+                seq, line = attempted
+                row = execute(conn, "SELECT line FROM audit_log WHERE seq = %s", [seq]).fetchone()
+                if row is not None and row[0] == line:
+                    return line
             head = execute(
-                conn, "SELECT seq, line, hash FROM audit_log ORDER BY seq DESC LIMIT 2"
-            ).fetchall()
-            if attempts > 1 and head:
-                done = _written_before(head, build)
-                if done is not None:  # the lost attempt was committed after all
-                    return done
-            seq, prev = (int(head[0][0]) + 1, str(head[0][2])) if head else (1, GENESIS)
-            line = build(seq, prev)
+                conn, "SELECT seq, hash FROM audit_log ORDER BY seq DESC LIMIT 1"
+            ).fetchone()
+            seq, prev = (int(head[0]) + 1, str(head[1])) if head else (1, GENESIS)
+            line = storable(build(seq, prev))  # the text exactly as stored, and hashed
+            attempted = (seq, line)
             execute(
                 conn,
                 "INSERT INTO audit_log (seq, line, hash) VALUES (%s, %s, %s)",
@@ -118,11 +119,3 @@ class PostgresAuditLog:
             if len(rows) < _BATCH:
                 return
             after = int(rows[-1][0])
-
-
-def _written_before(head: list[tuple[object, ...]], build: Callable[[int, str], str]) -> str | None:
-    """The head line if it is the very line ``build`` makes in its place (so an attempt whose
-    connection was lost while committing got it written), else None."""
-    seq, line = int(str(head[0][0])), str(head[0][1])
-    prev = str(head[1][2]) if len(head) > 1 else GENESIS
-    return line if build(seq, prev) == line else None

@@ -559,5 +559,5 @@ def test_a_project_config_cannot_move_the_log(hookcode_env, project, capsys):
     hookcode_env.write_config('[audit]\nto = "file"\n')
     rt = hookcode_env.runtime(trusted=False)
     outcome = invoke_tool(rt, "read", {"filePath": "a.txt"})
-    assert not outcome.ok and NO_LOG in outcome.error_text
+    assert not outcome.ok and NO_LOG in (outcome.error_text or "")
     assert not log_of(hookcode_env).exists()

@@ -12,7 +12,10 @@ may provide another (``hookcode-store-postgres``). The SQLite store's parts, by 
   mode for several processes, write transactions, checkpoints, applying migrations);
 - :mod:`hookcode.store.schema`: the tables and their migrations (:data:`MIGRATIONS`);
 - :mod:`hookcode.store.records`: the records it hands out and the errors it raises;
-- :mod:`hookcode.store.urls`: store URLs (``sqlite:///path``) and masking their passwords.
+- :mod:`hookcode.store.urls`: store URLs (``sqlite:///path``) and masking their passwords;
+- :mod:`hookcode.store.audit_log`: the optional ``audit_log()`` a store may offer (the audit
+  plugin's ``[audit] to = "store"``) and the hash that chains its lines; public as a module
+  (``from hookcode.store.audit_log import AuditLogStore, line_hash``).
 
 Import the names from here (``from hookcode.store import Store``); the submodules import each
 other directly, never this package.
@@ -20,6 +23,7 @@ other directly, never this package.
 
 from __future__ import annotations
 
+from hookcode.store import audit_log
 from hookcode.store.protocol import Store
 from hookcode.store.records import (
     LEASE_TTL,
@@ -44,4 +48,5 @@ __all__ = [
     "Store",
     "StoreError",
     "ToolPartRecord",
+    "audit_log",
 ]

@@ -7,11 +7,12 @@ On by default; ``[audit] enabled = false`` turns it off::
     redact = ["MY_SERVICE_PASS"]             # more environment variables to scrub
     fail_closed = true                       # refuse calls that cannot be recorded
 
-``to = "store"`` (user config only, like every setting here but ``redact``) writes the same
-records, in the same chain, to the audit log of the configured store instead of the file: one
-log for every process and machine sharing a PostgreSQL store (:mod:`hookcode_audit.stored`). A
-store that keeps no audit log (the embedded SQLite one) is reported when the run starts, and
-its tool calls are then refused like those of a log that cannot be written.
+``to = "store"`` (ignored in an untrusted folder's config, like every setting here but
+``redact``) writes the same records, in the same chain, to the audit log of the configured
+store instead of the file: one log for every process and machine sharing a PostgreSQL store
+(:mod:`hookcode_audit.stored`). A store that keeps no audit log (the embedded SQLite one) is
+reported when the run starts, and its tool calls are then refused like those of a log that
+cannot be written.
 
 Records (one JSON object a line; every one has ``seq``, ``time`` (UTC), ``type``, ``pid`` and
 ``prev``, the SHA-256 of the previous line, see :mod:`hookcode_audit.chain`):
@@ -268,8 +269,8 @@ def tool_execute_error(call: ToolCall, error: BaseException, ctx: ToolContext) -
 
 @hookimpl
 def event(event: Event, runtime: Runtime) -> None:
-    # the first event of a run (session.created) opens the log: a log that cannot be used is
-    # reported then, before any tool call
+    # the first event of a run (a new session's session.created) opens the log: a log that
+    # cannot be used is reported then, before any tool call
     state = _state(runtime)
     if state is None:
         return

@@ -1,5 +1,5 @@
 """One PostgreSQL database shared by threads, processes and machines: how
-:class:`~hookcode_store_postgres.store.PostgresStore` connects, migrates, runs its statements
+:class:`~hookcode_store_postgres.postgres_store.PostgresStore` connects, migrates, runs its statements
 and survives a server restart, apart from what it stores.
 
 **Connections.** A :class:`psycopg_pool.ConnectionPool` (autocommit connections, grown on
@@ -19,7 +19,7 @@ after that the block fails with a StoreError and nothing of it is committed.
 
 A retried write may already have been committed when the connection broke (the server
 committed, the acknowledgement was lost). Every write the store makes is idempotent on such a
-retry, except :meth:`~hookcode_store_postgres.store.PostgresStore.add_session_usage` (the
+retry, except :meth:`~hookcode_store_postgres.postgres_store.PostgresStore.add_session_usage` (the
 counters may count one message twice) and the counts that ``mark_interrupted`` and
 ``recover_session`` return (the second run finds nothing left to mark).
 
@@ -154,14 +154,15 @@ class Database:
         import psycopg
         from psycopg.conninfo import conninfo_to_dict
 
-        self._url = url
+        scheme, sep, rest = url.partition("://")
+        self._url = scheme.lower() + sep + rest  # libpq knows the scheme in lower case only
         self._secrets = sorted(url_passwords(url), key=len, reverse=True)
         #: where the data lives, for messages: the URL with its password masked
         self.location = mask_url(url)
         self._local = threading.local()
         self._closed = False
         try:
-            options = conninfo_to_dict(url)
+            options = conninfo_to_dict(self._url)
         except psycopg.Error as exc:
             raise StoreError(f"PostgreSQL store {self.location}: {self._text(exc)}") from None
         self._connect_options: dict[str, Any] = {"autocommit": True}
@@ -254,49 +255,65 @@ class Database:
         psycopg errors become :class:`StoreError`, anything else ``work`` raises passes.
         """
         pinned: _Pinned | None = getattr(self._local, "pinned", None)
-        if pinned is not None:
+        if pinned is not None and (pinned.conn is not None or pinned.failed is not None):
             return self._in_transaction(pinned, work)
-        import psycopg
-
         self._check_open()
         deadline = time.monotonic() + RETRY_SECONDS
         delay = _FIRST_DELAY
         while True:
-            cause = self._attempt(work, atomic, deadline)
-            if not isinstance(cause, BaseException):
-                return cause.value
+            outcome = self._attempt(work, deadline, atomic=atomic, pinned=pinned)
+            if isinstance(outcome, _Done):
+                return outcome.value
             remaining = deadline - time.monotonic()
             if remaining <= 0:
-                raise self._unreachable(cause) from None
+                raise self._unreachable(outcome) from None
             time.sleep(min(delay, remaining))
             delay = min(delay * 2, _MAX_DELAY)
             self._check_open()
-            if isinstance(cause, psycopg.OperationalError):
-                self._pool.check()  # the other idle connections died with this one
+            self._pool.check()  # the other idle connections likely died with this one
 
     def _attempt(
-        self, work: Callable[[psycopg.Connection], T], atomic: bool, deadline: float
+        self,
+        work: Callable[[psycopg.Connection], T],
+        deadline: float,
+        *,
+        atomic: bool,
+        pinned: _Pinned | None,
     ) -> _Done[T] | BaseException:
-        """One attempt of :meth:`run`: its result, or the transient failure to retry."""
+        """One attempt of :meth:`run`: its result, or the transient failure to retry.
+
+        With ``pinned`` (a :meth:`transaction` block none of whose statements ran yet) the
+        connection begins the block's transaction and stays pinned to it after ``work``,
+        unless the connection was lost (then nothing of the block ran: it is retried)."""
         import psycopg
 
         try:
             conn = self._pool.getconn(timeout=max(deadline - time.monotonic(), 0.01))
         except psycopg.OperationalError as exc:  # PoolTimeout: no connection could be made
-            if self._closed:
-                raise StoreError(f"PostgreSQL store {self.location}: the store is closed") from None
+            self._check_open()
             return self._probe() or exc
+        keep = False
         try:
+            if pinned is not None:
+                execute(conn, "BEGIN")
+                pinned.conn, keep = conn, True
+                return _Done(work(conn))
             if atomic:
                 with conn.transaction():
                     return _Done(work(conn))
             return _Done(work(conn))
         except psycopg.Error as exc:
-            if _transient(exc, conn):
-                return exc
-            raise self._error(exc) from None
+            if not _transient(exc, conn):
+                if pinned is not None:
+                    pinned.failed = exc  # the block's end rolls it back
+                raise self._error(exc) from None
+            if pinned is not None:
+                pinned.conn, keep = None, False
+                self._rollback(conn)
+            return exc
         finally:
-            self._pool.putconn(conn)
+            if not keep:
+                self._pool.putconn(conn)
 
     @contextmanager
     def transaction(self) -> Iterator[None]:
@@ -326,6 +343,8 @@ class Database:
         self._end(pinned, commit=True)
 
     def _in_transaction(self, pinned: _Pinned, work: Callable[[psycopg.Connection], T]) -> T:
+        """``work`` on the connection a :meth:`transaction` block holds (after its first
+        statement): never retried, the block is the caller's."""
         import psycopg
 
         if pinned.failed is not None:
@@ -333,9 +352,8 @@ class Database:
                 f"PostgreSQL store {self.location}: the transaction failed earlier and will be "
                 f"rolled back: {self._text(pinned.failed)}"
             )
-        if pinned.conn is None:  # nothing of the block ran yet: a lost connection is retried
-            return self._first(pinned, work)
         conn = pinned.conn
+        assert conn is not None
         try:
             return work(conn)
         except psycopg.Error as exc:
@@ -346,43 +364,6 @@ class Database:
                     f"(rolled back, nothing of it written): {self._text(exc)}"
                 ) from None
             raise self._error(exc) from None
-
-    def _first(self, pinned: _Pinned, work: Callable[[psycopg.Connection], T]) -> T:
-        """The first statement of a :meth:`transaction` block: take a connection, ``BEGIN``,
-        run ``work`` and keep the connection pinned; retried while the connection is lost."""
-        import psycopg
-
-        deadline = time.monotonic() + RETRY_SECONDS
-        delay = _FIRST_DELAY
-        while True:
-            cause: BaseException
-            try:
-                conn = self._pool.getconn(timeout=max(deadline - time.monotonic(), 0.01))
-            except psycopg.OperationalError as exc:
-                cause = self._probe() or exc
-            else:
-                try:
-                    conn.execute("BEGIN")
-                    result = work(conn)
-                except psycopg.Error as exc:
-                    if not _transient(exc, conn):
-                        pinned.conn, pinned.failed = conn, exc  # rolled back at the block's end
-                        raise self._error(exc) from None
-                    self._rollback(conn)
-                    self._pool.putconn(conn)
-                    cause = exc
-                except BaseException:
-                    pinned.conn = conn  # the caller decides: its block's end commits or not
-                    raise
-                else:
-                    pinned.conn = conn
-                    return result
-            remaining = deadline - time.monotonic()
-            if remaining <= 0:
-                raise self._unreachable(cause) from None
-            time.sleep(min(delay, remaining))
-            delay = min(delay * 2, _MAX_DELAY)
-            self._pool.check()
 
     @staticmethod
     def _rollback(conn: psycopg.Connection) -> None:

@@ -18,7 +18,7 @@ import pytest
 from hookcode.store.audit_log import GENESIS, line_hash
 from hookcode_audit.chain import build_line, verify_lines
 from hookcode_store_postgres.audit import PostgresAuditLog
-from hookcode_store_postgres.store import PostgresStore
+from hookcode_store_postgres.postgres_store import PostgresStore
 from psycopg import sql
 
 PLUGINS = "audit,policy_rules,tool_read,store_postgres,provider_scripted"

@@ -498,3 +498,66 @@ def test_show_prints_the_last_records(hookcode_env, filled_log):
 
 def test_the_log_file_is_private(hookcode_env, filled_log):
     assert os.stat(filled_log).st_mode & 0o077 == 0
+
+
+# ---------------------------------------------------------------------------------------------
+# [audit] to = "store" with a store that keeps no audit log (the embedded SQLite store; the
+# PostgreSQL store's log: tests/plugins/store_postgres/test_audit_postgres.py)
+# ---------------------------------------------------------------------------------------------
+
+NO_LOG = '[audit] to = "store", but the store'
+
+
+def test_to_store_without_a_store_log_is_one_error_at_start_and_calls_are_refused(
+    hookcode_env, project
+):
+    hookcode_env.write_config('[audit]\nto = "store"\n', where="global")
+    proc = cli(hookcode_env, "tools", "call", "read", '{"filePath": "a.txt"}')
+    assert proc.returncode == 1
+    lines = [line for line in proc.stderr.splitlines() if "keeps no audit log" in line]
+    start, refusal = lines  # reported when the run starts, then the refused call says why
+    assert start.startswith(f"hookcode: audit: {NO_LOG} {hookcode_env.data_dir}")
+    assert "the embedded SQLite store does not" in start
+    assert "tool calls are refused" in start
+    assert "the call was refused before it ran" in refusal
+    assert "Traceback" not in proc.stderr
+    assert not log_of(hookcode_env).exists()
+
+
+def test_to_store_without_a_store_log_fails_open_when_asked(hookcode_env, project, capsys):
+    hookcode_env.write_config('[audit]\nto = "store"\nfail_closed = false\n', where="global")
+    rt = hookcode_env.runtime()
+    rt.create_session(title="t")  # the run starts: the error is reported at once
+    err = capsys.readouterr().err
+    assert err.count(NO_LOG) == 1 and "records are being lost" in err
+    assert invoke_tool(rt, "read", {"filePath": "a.txt"}).ok
+    assert invoke_tool(rt, "read", {"filePath": "a.txt"}).ok
+    assert NO_LOG not in capsys.readouterr().err  # said once
+    assert not log_of(hookcode_env).exists()
+
+
+def test_verify_and_show_name_the_setting_when_the_store_keeps_no_log(hookcode_env, project):
+    hookcode_env.write_config('[audit]\nto = "store"\n', where="global")
+    for command in ("verify", "show", "path"):
+        proc = cli(hookcode_env, "audit", command)
+        assert proc.returncode == 1, command
+        assert NO_LOG in proc.stderr and "Traceback" not in proc.stderr, command
+
+
+def test_a_project_config_cannot_move_the_log(hookcode_env, project, capsys):
+    # to is a trusted-only setting: an untrusted folder's config can neither send the records
+    # to the store nor, under a user config that does, back to a file
+    hookcode_env.write_config('[audit]\nto = "store"\n')
+    rt = hookcode_env.runtime(trusted=False)
+    assert invoke_tool(rt, "read", {"filePath": "a.txt"}).ok
+    assert len(records(log_of(hookcode_env))) == 3
+    assert "skipped: audit.to (hookcode.toml)" in capsys.readouterr().err
+    rt.close()
+    log_of(hookcode_env).unlink()
+
+    hookcode_env.write_config('[audit]\nto = "store"\n', where="global")
+    hookcode_env.write_config('[audit]\nto = "file"\n')
+    rt = hookcode_env.runtime(trusted=False)
+    outcome = invoke_tool(rt, "read", {"filePath": "a.txt"})
+    assert not outcome.ok and NO_LOG in (outcome.error_text or "")
+    assert not log_of(hookcode_env).exists()

@@ -12,7 +12,10 @@ may provide another (``hookcode-store-postgres``). The SQLite store's parts, by 
   mode for several processes, write transactions, checkpoints, applying migrations);
 - :mod:`hookcode.store.schema`: the tables and their migrations (:data:`MIGRATIONS`);
 - :mod:`hookcode.store.records`: the records it hands out and the errors it raises;
-- :mod:`hookcode.store.urls`: store URLs (``sqlite:///path``) and masking their passwords.
+- :mod:`hookcode.store.urls`: store URLs (``sqlite:///path``) and masking their passwords;
+- :mod:`hookcode.store.audit_log`: the optional ``audit_log()`` a store may offer (the audit
+  plugin's ``[audit] to = "store"``) and the hash that chains its lines; public as a module
+  (``from hookcode.store.audit_log import AuditLogStore, line_hash``).
 
 Import the names from here (``from hookcode.store import Store``); the submodules import each
 other directly, never this package. Another store (a plugin's) builds on the same helpers:
@@ -23,6 +26,7 @@ other directly, never this package. Another store (a plugin's) builds on the sam
 
 from __future__ import annotations
 
+from hookcode.store import audit_log
 from hookcode.store.database import dumps, storable
 from hookcode.store.protocol import Store
 from hookcode.store.records import (
@@ -50,6 +54,7 @@ __all__ = [
     "Store",
     "StoreError",
     "ToolPartRecord",
+    "audit_log",
     "current_user",
     "dumps",
     "mask_url",

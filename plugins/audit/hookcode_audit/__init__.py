@@ -7,6 +7,13 @@ On by default; ``[audit] enabled = false`` turns it off::
     redact = ["MY_SERVICE_PASS"]             # more environment variables to scrub
     fail_closed = true                       # refuse calls that cannot be recorded
 
+``to = "store"`` (ignored in an untrusted folder's config, like every setting here but
+``redact``) writes the same records, in the same chain, to the audit log of the configured
+store instead of the file: one log for every process and machine sharing a PostgreSQL store
+(:mod:`hookcode_audit.stored`). A store that keeps no audit log (the embedded SQLite one) is
+reported when the run starts, and its tool calls are then refused like those of a log that
+cannot be written.
+
 Records (one JSON object a line; every one has ``seq``, ``time`` (UTC), ``type``, ``pid`` and
 ``prev``, the SHA-256 of the previous line, see :mod:`hookcode_audit.chain`):
 
@@ -38,7 +45,8 @@ finished side effect into an error would invite the model to repeat it.
 
 ``hookcode audit verify [--path P] [--anchor HASH] [--json]`` checks the chain (exit 0 ok, 1
 broken, naming the first broken line and why); ``hookcode audit show [--tail N]`` prints
-records.
+records. Both read the log the config names (the file, or the store's); ``--path`` reads a
+file.
 """
 
 from __future__ import annotations
@@ -61,8 +69,9 @@ if TYPE_CHECKING:
     from pydantic import BaseModel
 
     from hookcode_audit.chain import AuditLog
+    from hookcode_audit.stored import StoredAuditLog
 
-__all__ = ["AuditError", "audit_path"]
+__all__ = ["AuditError", "audit_path", "open_log"]
 
 DEFAULT_NAME = "audit.jsonl"
 
@@ -90,22 +99,42 @@ def audit_path(runtime: Any) -> Path:
     return path if path.is_absolute() else Path(runtime.data_dir) / path
 
 
+def open_log(runtime: Any) -> AuditLog | StoredAuditLog:
+    """Where a runtime's records go: the file (``[audit] to = "file"``, :func:`audit_path`) or
+    the store's audit log (``to = "store"``). Raises
+    :class:`~hookcode_audit.stored.AuditUnavailable` for a store that keeps none, and
+    :class:`~hookcode.store.records.StoreError` when the store cannot be opened."""
+    settings = _settings(runtime.config)
+    if settings.to == "store":
+        from hookcode_audit.stored import StoredAuditLog
+
+        return StoredAuditLog(runtime.store)
+    from hookcode_audit.chain import AuditLog
+
+    return AuditLog(audit_path(runtime), fsync=settings.fsync)
+
+
 class _State:
     """One runtime's audit: its log, its secrets, and what calls in flight have told us."""
 
     def __init__(self, runtime: Any, settings: Any) -> None:
-        from hookcode_audit.chain import AuditLog
-
         self.runtime = runtime
         self.settings = settings
-        self.log: AuditLog = AuditLog(audit_path(runtime), fsync=settings.fsync)
         self.lock = threading.Lock()
+        self._warned: set[str] = set()
+        #: where records go; None when that cannot be used (``problem`` says why)
+        self.log: AuditLog | StoredAuditLog | None = None
+        self.problem: str | None = None
+        try:
+            self.log = open_log(runtime)
+        except HookcodeError as exc:  # to = "store" and the store keeps no log / cannot open
+            self.problem = str(exc)
+            self.warn(f"{self.problem}; {self._effect()}")
         self.started: dict[str, float] = {}
         self.results: dict[str, dict[str, Any]] = {}
         self.errors: dict[str, str] = {}
         self.unrecorded_args: dict[str, Any] = {}
         self.asked: dict[str, dict[str, Any]] = {}
-        self._warned: set[str] = set()
 
     # -- redaction ----------------------------------------------------------------------------
     def redact(self, value: Any) -> Any:
@@ -122,24 +151,32 @@ class _State:
             "pid": os.getpid(),
             **record,
         }
-        try:
-            self.log.append(self.redact(stamped))
-        except (OSError, ValueError, TypeError) as exc:
-            reason = getattr(exc, "strerror", None) or str(exc) or type(exc).__name__
-            effect = (
-                "tool calls are refused while it cannot be written ([audit] fail_closed)"
-                if self.settings.fail_closed
-                else "records are being lost"
-            )
-            self.warn(f"cannot write the audit log {self.log.path}: {reason}; {effect}")
+        log = self.log
+        if log is None:
             if refuse:
                 raise AuditError(
-                    f"the audit log {self.log.path} cannot be written ({reason}), so the call "
+                    f"{self.problem}; so the call was refused before it ran: every tool call "
+                    "must be recorded ([audit] fail_closed = false runs calls unrecorded)"
+                )
+            return False
+        try:
+            log.append(self.redact(stamped))
+        except (OSError, ValueError, TypeError, HookcodeError) as exc:  # HookcodeError: StoreError
+            reason = getattr(exc, "strerror", None) or str(exc) or type(exc).__name__
+            self.warn(f"cannot write the audit log {log.path}: {reason}; {self._effect()}")
+            if refuse:
+                raise AuditError(
+                    f"the audit log {log.path} cannot be written ({reason}), so the call "
                     "was refused before it ran: every tool call must be recorded "
                     "([audit] fail_closed = false runs calls unrecorded)"
                 ) from None
             return False
         return True
+
+    def _effect(self) -> str:
+        if self.settings.fail_closed:
+            return "tool calls are refused while it cannot be written ([audit] fail_closed)"
+        return "records are being lost"
 
     def warn(self, message: str) -> None:
         with self.lock:
@@ -232,11 +269,13 @@ def tool_execute_error(call: ToolCall, error: BaseException, ctx: ToolContext) -
 
 @hookimpl
 def event(event: Event, runtime: Runtime) -> None:
-    kind = event.type
-    if not kind.startswith(("tool.completed", "tool.failed", "permission.")):
-        return
+    # the first event of a run (a new session's session.created) opens the log: a log that
+    # cannot be used is reported then, before any tool call
     state = _state(runtime)
     if state is None:
+        return
+    kind = event.type
+    if not kind.startswith(("tool.completed", "tool.failed", "permission.")):
         return
     props = event.properties
     if kind in ("tool.completed", "tool.failed"):

@@ -2,30 +2,48 @@
 
 from __future__ import annotations
 
+import contextlib
+from collections.abc import Iterator
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import typer
 
+if TYPE_CHECKING:
+    from hookcode_audit.stored import StoredAuditLog
+
 __all__ = ["register"]
 
-PATH_HELP = "The log to read (default: [audit] path, else <data dir>/audit.jsonl)."
+PATH_HELP = (
+    "The log file to read (default: the configured log: [audit] path, else "
+    '<data dir>/audit.jsonl; the store\'s with [audit] to = "store").'
+)
 
 
-def _path(ctx: typer.Context, given: str | None) -> Path:
+@contextlib.contextmanager
+def _log(ctx: typer.Context, given: str | None) -> Iterator[Path | StoredAuditLog]:
+    """The log to read: the file ``--path`` names, else the configured one (a file, or the
+    store's audit log, read while the runtime is open)."""
     if given:
-        return Path(given).expanduser()
+        yield Path(given).expanduser()
+        return
     from hookcode.cli import fail
     from hookcode.errors import HookcodeError
     from hookcode.runtime import Runtime
 
-    from hookcode_audit import audit_path
+    from hookcode_audit import open_log
+    from hookcode_audit.chain import AuditLog
 
     try:
         runtime = Runtime(cwd=ctx.find_root().params.get("cwd"))
     except HookcodeError as exc:
         raise fail(str(exc)) from None
     try:
-        return audit_path(runtime)
+        try:
+            log = open_log(runtime)
+        except HookcodeError as exc:  # a store without an audit log, or one that cannot open
+            raise fail(f"audit: {exc}") from None
+        yield log.path if isinstance(log, AuditLog) else log
     finally:
         runtime.close()
 
@@ -50,12 +68,15 @@ def register(app: typer.Typer) -> None:
         ),
         as_json: bool = typer.Option(False, "--json", help="Print JSON."),
     ) -> None:
-        """Check the hash chain: exit 0 when intact, 1 naming the first broken line."""
+        """Check the hash chain: exit 0 when intact, 1 naming the first broken record."""
         from hookcode.cli import print_json
 
         from hookcode_audit.chain import verify
 
-        result = verify(_path(ctx, path), anchor=anchor)
+        with _log(ctx, path) as log:
+            result = (
+                verify(log, anchor=anchor) if isinstance(log, Path) else log.verify(anchor=anchor)
+            )
         if as_json:
             print_json(result.to_dict())
         elif result.ok:
@@ -77,16 +98,20 @@ def register(app: typer.Typer) -> None:
         import json
 
         from hookcode.cli import fail
+        from hookcode.errors import HookcodeError
 
         from hookcode_audit.chain import read_records
 
-        where = _path(ctx, path)
-        try:
-            records = read_records(where)
-        except FileNotFoundError:
-            raise fail(f"no audit log at {where}") from None
-        except OSError as exc:
-            raise fail(f"cannot read {where}: {exc.strerror or exc}") from None
+        with _log(ctx, path) as log:
+            where = log if isinstance(log, Path) else log.path
+            try:
+                records = read_records(log) if isinstance(log, Path) else log.records()
+            except FileNotFoundError:
+                raise fail(f"no audit log at {where}") from None
+            except OSError as exc:
+                raise fail(f"cannot read {where}: {exc.strerror or exc}") from None
+            except HookcodeError as exc:  # a StoreError
+                raise fail(f"cannot read the audit log: {exc}") from None
         for record in records[-tail:] if tail else []:
             if as_json:
                 typer.echo(json.dumps(record, ensure_ascii=False))
@@ -95,8 +120,9 @@ def register(app: typer.Typer) -> None:
 
     @audit_app.command("path")
     def audit_path_command(ctx: typer.Context) -> None:
-        """Print where the audit log is written."""
-        typer.echo(str(_path(ctx, None)))
+        """Print where the audit log is written (a file, or the store's location)."""
+        with _log(ctx, None) as log:
+            typer.echo(str(log if isinstance(log, Path) else log.path))
 
 
 def _line(record: dict) -> str:

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Literal
+
 from hookcode.trust import trusted_only
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -18,10 +20,17 @@ class AuditConfig(BaseModel):
         description="Write the audit log (on by default).",
         json_schema_extra=trusted_only(keep=[True]),
     )
+    to: Literal["file", "store"] = Field(
+        default="file",
+        description='Where the records go: "file" (the `path` below) or "store": the audit log '
+        "of the configured store, shared by every process and machine using it (needs a store "
+        "that keeps one: hookcode-store-postgres; the embedded SQLite store does not).",
+        json_schema_extra=trusted_only(),
+    )
     path: str | None = Field(
         default=None,
-        description="The log file; default <data dir>/audit.jsonl. A relative path is taken "
-        "relative to the data directory; ~ is expanded.",
+        description='The log file (with to = "file"); default <data dir>/audit.jsonl. A '
+        "relative path is taken relative to the data directory; ~ is expanded.",
         json_schema_extra=trusted_only(),
     )
     redact: list[str] = Field(
@@ -45,6 +54,6 @@ class AuditConfig(BaseModel):
     )
     fsync: bool = Field(
         default=False,
-        description="fsync the log after every record.",
+        description="fsync the log file after every record (a store commits each record).",
         json_schema_extra=trusted_only(keep=[True]),
     )

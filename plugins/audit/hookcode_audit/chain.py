@@ -11,31 +11,51 @@ What the chain proves: each line's predecessors are exactly the lines before it.
 removed, inserted or reordered line breaks it at that point, and so does a cut last line. Lines
 removed from the END, or an edited last line, leave a shorter valid chain: compare the head
 (the hash of the last line, printed by ``verify``) with one kept elsewhere (``--anchor``).
+
+A log kept in a store (``[audit] to = "store"``, :mod:`hookcode_audit.stored`) holds the same
+lines: :func:`build_line` makes them, :func:`~hookcode.store.audit_log.line_hash` chains them
+and :func:`verify_lines` checks them, whichever holds them.
 """
 
 from __future__ import annotations
 
 import contextlib
-import hashlib
 import json
 import os
 import threading
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-__all__ = ["GENESIS", "AuditLog", "Verification", "line_hash", "read_records", "verify"]
+from hookcode.store.audit_log import GENESIS, line_hash
 
-#: the ``prev`` of the first record
-GENESIS = "0" * 64
+__all__ = [
+    "GENESIS",
+    "AuditLog",
+    "Verification",
+    "build_line",
+    "line_hash",
+    "parse_records",
+    "read_records",
+    "verify",
+    "verify_lines",
+]
 
 _CHUNK = 8192
 
 
-def line_hash(line: bytes) -> str:
-    """The SHA-256 (hex) of one line's bytes, without its newline."""
-    return hashlib.sha256(line).hexdigest()
+def build_line(record: dict[str, Any], seq: int, prev: str) -> str:
+    """The line of ``record`` as the ``seq``-th of the chain after a line hashing to ``prev``:
+    compact JSON, ``seq`` first and ``prev`` last; a lone surrogate (a byte that was not UTF-8)
+    becomes ``?``, so the line is exactly what its UTF-8 bytes say (the bytes that are hashed)."""
+    line = json.dumps(
+        {"seq": seq, **record, "prev": prev},
+        ensure_ascii=False,
+        separators=(",", ":"),
+        default=str,
+    )
+    return line.encode("utf-8", "replace").decode("utf-8")
 
 
 @contextlib.contextmanager
@@ -108,14 +128,8 @@ class AuditLog:
                     stat = os.fstat(fd)
                     size = stat.st_size
                     prev, seq, complete = self._chain_head(fd, stat)
-                    line = json.dumps(
-                        {"seq": seq, **record, "prev": prev},
-                        ensure_ascii=False,
-                        separators=(",", ":"),
-                        default=str,
-                    )
-                    # a lone surrogate (a byte that was not UTF-8) is written as "?"
-                    encoded = line.encode("utf-8", "replace")
+                    line = build_line(record, seq, prev)
+                    encoded = line.encode("utf-8")
                     # a cut last line stays as it is (verify reports it); we start a new line
                     data = (b"" if complete else b"\n") + encoded + b"\n"
                     self._head = None
@@ -179,9 +193,15 @@ def _read_locked(path: Path) -> bytes:
 
 
 def read_records(path: Path) -> list[dict[str, Any]]:
-    """Every record that parses (damaged lines are skipped; ``verify`` reports them)."""
+    """Every record of the file that parses (damaged lines are skipped; ``verify`` reports
+    them)."""
+    return parse_records(_read_locked(path).split(b"\n"))
+
+
+def parse_records(lines: Iterable[bytes | str]) -> list[dict[str, Any]]:
+    """Every line that parses as a record, in order (damaged lines are skipped)."""
     out = []
-    for line in _read_locked(path).split(b"\n"):
+    for line in lines:
         with contextlib.suppress(ValueError):
             value = json.loads(line)
             if isinstance(value, dict):
@@ -232,27 +252,44 @@ def verify(path: Path, *, anchor: str | None = None) -> Verification:
         )
     except OSError as exc:
         return Verification(where, False, error=f"cannot read {path}: {exc.strerror or exc}")
-    if not data:
+    raw_lines = data.split(b"\n")
+    cut = raw_lines[-1] != b""  # the file does not end with a newline
+    if not cut:
+        raw_lines.pop()
+    return verify_lines(raw_lines, where, cut=cut, anchor=anchor)
+
+
+def verify_lines(
+    raw_lines: list[bytes],
+    where: str,
+    *,
+    cut: bool = False,
+    anchor: str | None = None,
+    unit: str = "line",
+) -> Verification:
+    """Check the chain of ``raw_lines`` (each without its newline), read from ``where``;
+    ``cut``: the last one was cut off (a file not ending with a newline). Errors name the
+    broken one as ``unit`` and its 1-based position (``line 7``; ``record 7`` for a log kept in
+    a store, whose records are in ``seq`` order)."""
+    if not raw_lines:
         if anchor is None:
             return Verification(where, True)
         return Verification(
             where, False, error="the log is empty: the anchor record is missing", anchor_found=False
         )
-    raw_lines = data.split(b"\n")
-    cut = raw_lines[-1] != b""  # the file does not end with a newline
-    if not cut:
-        raw_lines.pop()
     expected = GENESIS
     previous: _Line | None = None
     hashes = [line_hash(raw) for raw in raw_lines]
-    everywhere: dict[str, int] = {}  # every line's hash -> its line number (for reorderings)
+    everywhere: dict[str, int] = {}  # every line's hash -> its position (for reorderings)
     for number, digest in enumerate(hashes, 1):
         everywhere.setdefault(digest, number)
-    seen: dict[str, int] = {}  # line hash -> line number
+    seen: dict[str, int] = {}  # line hash -> position
     count = 0
 
     def broken(number: int, why: str) -> Verification:
-        return Verification(where, False, records=count, line=number, error=f"line {number}: {why}")
+        return Verification(
+            where, False, records=count, line=number, error=f"{unit} {number}: {why}"
+        )
 
     for number, raw in enumerate(raw_lines, 1):
         if cut and number == len(raw_lines):
@@ -264,9 +301,9 @@ def verify(path: Path, *, anchor: str | None = None) -> Verification:
         try:
             record = json.loads(raw)
         except ValueError:
-            return broken(number, "not valid JSON: the line was edited or damaged")
+            return broken(number, f"not valid JSON: the {unit} was edited or damaged")
         if not isinstance(record, dict) or not isinstance(record.get("prev"), str):
-            return broken(number, "not an audit record (no 'prev' field): the line was edited")
+            return broken(number, f"not an audit record (no 'prev' field): the {unit} was edited")
         seq = record.get("seq")
         seq = seq if isinstance(seq, int) and not isinstance(seq, bool) else None
         prev = record["prev"]
@@ -282,21 +319,21 @@ def verify(path: Path, *, anchor: str | None = None) -> Verification:
             if prev in seen:
                 return broken(
                     number,
-                    f"out of order: it follows line {seen[prev]}, not line {previous.number} "
-                    "(lines were reordered or inserted)",
+                    f"out of order: it follows {unit} {seen[prev]}, not {unit} "
+                    f"{previous.number} ({unit}s were reordered or inserted)",
                 )
             later = everywhere.get(prev)
             if later is not None and later > number:
                 return broken(
                     number,
-                    f"out of order: it follows line {later}, which comes after it (lines were "
-                    "reordered)",
+                    f"out of order: it follows {unit} {later}, which comes after it ({unit}s "
+                    "were reordered)",
                 )
             if seq is not None and previous.seq is not None:
                 if seq == previous.seq + 1:
                     return broken(
                         previous.number,
-                        f"edited: its SHA-256 no longer matches the 'prev' recorded by line "
+                        f"edited: its SHA-256 no longer matches the 'prev' recorded by {unit} "
                         f"{number}",
                     )
                 if seq > previous.seq + 1:
@@ -308,12 +345,12 @@ def verify(path: Path, *, anchor: str | None = None) -> Verification:
                     )
                 return broken(
                     number,
-                    f"out of order: seq {seq} after seq {previous.seq} (lines were reordered)",
+                    f"out of order: seq {seq} after seq {previous.seq} ({unit}s were reordered)",
                 )
             return broken(
                 number,
-                f"its 'prev' does not match line {previous.number}: that line was edited, or "
-                "records between them were removed",
+                f"its 'prev' does not match {unit} {previous.number}: that {unit} was edited, "
+                "or records between them were removed",
             )
         if (
             seq is not None
@@ -334,6 +371,6 @@ def verify(path: Path, *, anchor: str | None = None) -> Verification:
             result.ok = False
             result.error = (
                 f"the anchor record {anchor[:16]}... is not in the log: it was edited or "
-                "removed (lines removed from the end leave a valid but shorter chain)"
+                f"removed ({unit}s removed from the end leave a valid but shorter chain)"
             )
     return result

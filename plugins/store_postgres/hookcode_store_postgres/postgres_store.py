@@ -45,6 +45,8 @@ from hookcode_store_postgres.messages import MessageStore
 if TYPE_CHECKING:
     import psycopg
 
+    from hookcode_store_postgres.audit import PostgresAuditLog
+
 __all__ = ["PostgresStore"]
 
 _SESSION_COLUMNS = tuple(f.name for f in fields(SessionRecord))
@@ -88,6 +90,7 @@ class PostgresStore(MessageStore):
 
     def __init__(self, url: str) -> None:
         super().__init__(url, schema.MIGRATIONS)
+        self._audit_log: PostgresAuditLog | None = None
 
     # -- sessions ------------------------------------------------------------------------------
 
@@ -620,6 +623,18 @@ class PostgresStore(MessageStore):
             return moved
 
         return self.run(move, atomic=True)
+
+    # -- the audit log ([audit] to = "store") ----------------------------------------------------
+
+    def audit_log(self) -> PostgresAuditLog:
+        """The audit log kept in this database (:mod:`hookcode_store_postgres.audit`), its
+        table created or upgraded on first use: the audit plugin's with ``[audit] to =
+        "store"``."""
+        if self._audit_log is None:
+            from hookcode_store_postgres.audit import PostgresAuditLog
+
+            self._audit_log = PostgresAuditLog(self)
+        return self._audit_log
 
 
 def _session_filter(

@@ -4,7 +4,9 @@ kill -9) is tests/store_contract, run against SQLite and PostgreSQL alike."""
 
 from __future__ import annotations
 
+import os
 import re
+import socket
 import sqlite3
 import time
 from pathlib import Path
@@ -214,3 +216,79 @@ def test_the_sqlite_store_is_a_store(store: SQLiteStore) -> None:
     typed: Store = store  # pyright checks every method's signature here
     assert isinstance(typed, Store)
     assert typed.location == str(store.path)
+
+
+# -- leases from before migration 4, project ids ---------------------------------------------
+
+
+def test_a_lock_from_before_leases_lasts_lease_ttl_from_when_it_was_taken(
+    store: SQLiteStore,
+) -> None:
+    """A lock row migration 4 found has no expiry: it counts as LEASE_TTL from ``acquired``."""
+    from hookcode.store import LEASE_TTL, SessionBusy
+
+    s = store.create_session(project="p", directory="/d")
+    store._conn.execute(
+        "INSERT INTO session_locks (session_id, pid, host, acquired, expires) "
+        "VALUES (?, 1, 'other-host', ?, NULL)",
+        (s.id, time.time() - 1),
+    )
+    with pytest.raises(SessionBusy, match="pid 1 on other-host"):
+        store.lock_session(s.id)
+    store._conn.execute("UPDATE session_locks SET acquired = ?", (time.time() - LEASE_TTL - 1,))
+    store.lock_session(s.id)
+    assert store.session_lock(s.id) == (os.getpid(), socket.gethostname())
+
+
+def test_session_ids_put_parents_first() -> None:
+    from hookcode.store.store import parents_first
+
+    rows = [("c", "b"), ("a", None), ("b", "a"), ("d", None), ("e", "c")]
+    assert parents_first(rows) == ["a", "b", "c", "d", "e"]
+    assert parents_first([("x", "gone")]) == ["x"]  # a parent not listed: not waited for
+
+
+def test_rekey_project_moves_sessions_and_approvals(store: SQLiteStore) -> None:
+    s = store.create_session(project="/work/repo", directory="/work/repo")
+    kept = store.add_approval(
+        project="/work/repo", permission="bash", pattern="ls", directory="/work/repo"
+    )
+    store.add_approval(project="git:abc", permission="bash", pattern="ls", directory="/work/repo")
+    store.add_approval(project="/work/repo", permission="edit", pattern="*", session_id=s.id)
+    # the session and the session approval move; the duplicate project approval is kept once
+    assert store.rekey_project("/work/repo", "git:abc") == 2
+    assert store.get_session(s.id).project == "git:abc"  # type: ignore[union-attr]
+    assert store.approvals(project="/work/repo") == []
+    moved = store.approvals(project="git:abc", session_id=s.id)
+    assert [(r.permission, r.session_id) for r in moved] == [("bash", None), ("edit", s.id)]
+    assert kept.id not in {r.id for r in moved}  # the duplicate was kept once
+    assert store.rekey_project("/work/repo", "git:abc") == 0
+
+
+def test_migration_4_keeps_older_approvals_and_locks(db_path: Path) -> None:
+    conn = sqlite3.connect(db_path.parent.mkdir(parents=True) or db_path)
+    for number in range(3):
+        conn.executescript(MIGRATIONS[number])
+    conn.execute("PRAGMA user_version = 3")
+    conn.execute(
+        "INSERT INTO sessions (id, project, directory, agent, created, updated) "
+        "VALUES ('ses_1', '/w', '/w', 'build', 1, 1)"
+    )
+    conn.execute(
+        "INSERT INTO approvals (id, project, session_id, permission, pattern, created) "
+        "VALUES ('apr_1', '/w', NULL, 'bash', 'ls', 1)"
+    )
+    conn.execute(
+        "INSERT INTO session_locks (session_id, pid, host, acquired) "
+        "VALUES ('ses_1', 1, 'other-host', ?)",
+        (time.time(),),
+    )
+    conn.commit()
+    conn.close()
+    with SQLiteStore(db_path) as st:
+        assert st.version == len(MIGRATIONS) == 4
+        [record] = st.approval_records()
+        assert (record.id, record.directory) == ("apr_1", "/w")
+        session = st.get_session("ses_1")
+        assert session is not None and (session.host, session.user) == (None, None)
+        assert st.session_lock("ses_1") == (1, "other-host")  # held: within LEASE_TTL

@@ -11,7 +11,8 @@ may provide another (``hookcode-store-postgres``). The SQLite store's parts, by 
 - :mod:`hookcode.store.database`: the SQLite plumbing (one connection shared by threads, WAL
   mode for several processes, write transactions, checkpoints, applying migrations);
 - :mod:`hookcode.store.schema`: the tables and their migrations (:data:`MIGRATIONS`);
-- :mod:`hookcode.store.records`: the records it hands out and the errors it raises.
+- :mod:`hookcode.store.records`: the records it hands out and the errors it raises;
+- :mod:`hookcode.store.urls`: store URLs (``sqlite:///path``) and masking their passwords.
 
 Import the names from here (``from hookcode.store import Store``); the submodules import each
 other directly, never this package.
@@ -21,8 +22,10 @@ from __future__ import annotations
 
 from hookcode.store.protocol import Store
 from hookcode.store.records import (
+    LEASE_TTL,
     ApprovalRecord,
     SessionBusy,
+    SessionExport,
     SessionRecord,
     StoreError,
     ToolPartRecord,
@@ -31,10 +34,12 @@ from hookcode.store.schema import MIGRATIONS
 from hookcode.store.store import SQLiteStore
 
 __all__ = [
+    "LEASE_TTL",
     "MIGRATIONS",
     "ApprovalRecord",
     "SQLiteStore",
     "SessionBusy",
+    "SessionExport",
     "SessionRecord",
     "Store",
     "StoreError",

@@ -281,6 +281,25 @@ class Database:
         exception); the store's own write methods called inside join it."""
         return self._write()
 
+    @contextmanager
+    def _reading(self) -> Iterator[None]:
+        """Several reads that see one snapshot of the database (one read transaction; inside
+        a write, they join it)."""
+        with self._lock:
+            if self._depth or self._conn.in_transaction:
+                yield
+                return
+            try:
+                self._conn.execute("BEGIN")
+            except sqlite3.Error as exc:
+                raise StoreError(f"{self.path}: cannot read: {exc}") from exc
+            try:
+                yield
+            finally:
+                if self._conn.in_transaction:
+                    with contextlib.suppress(sqlite3.Error):
+                        self._conn.execute("COMMIT")
+
     def _query(self, sql: str, params: tuple | list = ()) -> list[tuple]:
         with self._lock:
             try:

@@ -219,4 +219,73 @@ class MessageStore(Database):
             )
         return count
 
+    # -- moving a conversation between stores (SessionExport) ----------------------------------
+
+    def _conversation(
+        self, session_id: str
+    ) -> tuple[list[dict[str, Any]], list[dict[str, Any]], list[dict[str, Any]]]:
+        """The session's messages, parts and tool parts as :class:`SessionExport` holds them,
+        each in order (call inside :meth:`_reading` for one snapshot)."""
+        messages = [
+            {"id": id, "role": role, "created": created, "data": json.loads(data)}
+            for id, role, created, data in self._query(
+                "SELECT id, role, created, data FROM messages WHERE session_id = ? ORDER BY seq",
+                (session_id,),
+            )
+        ]
+        parts = [
+            {"id": id, "message_id": message_id, "type": type, "data": json.loads(data)}
+            for id, message_id, type, data in self._query(
+                "SELECT id, message_id, type, data FROM parts WHERE session_id = ? ORDER BY seq",
+                (session_id,),
+            )
+        ]
+        tool_parts = []
+        for row in self._query(
+            f"SELECT {_PART_FIELDS}, raw, compacted FROM tool_parts WHERE session_id = ? "
+            "ORDER BY seq",
+            (session_id,),
+        ):
+            record = vars(self._part(row[: len(_PART_COLUMNS)]))
+            tool_parts.append({**record, "raw": row[-2], "compacted": row[-1]})
+        return messages, parts, tool_parts
+
+    @staticmethod
+    def _replace_conversation(
+        conn: sqlite3.Connection,
+        session_id: str,
+        messages: list[dict[str, Any]],
+        parts: list[dict[str, Any]],
+        tool_parts: list[dict[str, Any]],
+    ) -> None:
+        """Inside a write: the session's messages, parts and tool parts become exactly these,
+        in this order."""
+        for table in ("tool_parts", "parts", "messages"):
+            conn.execute(f"DELETE FROM {table} WHERE session_id = ?", (session_id,))
+        for m in messages:
+            execute(
+                conn,
+                "INSERT INTO messages (id, session_id, role, created, data) VALUES (?,?,?,?,?)",
+                [m["id"], session_id, m["role"], m["created"], dumps(m["data"])],
+            )
+        for part in parts:
+            execute(
+                conn,
+                "INSERT INTO parts (id, session_id, message_id, type, data) VALUES (?,?,?,?,?)",
+                [part["id"], session_id, part["message_id"], part["type"], dumps(part["data"])],
+            )
+        columns = (*_PART_COLUMNS, "raw", "compacted")
+        for tool_part in tool_parts:
+            values = [
+                dumps(tool_part.get(name)) if name in _PART_JSON_COLUMNS else tool_part.get(name)
+                for name in columns
+            ]
+            values[1] = session_id
+            execute(
+                conn,
+                f"INSERT INTO tool_parts ({', '.join(columns)}) "
+                f"VALUES ({', '.join('?' * len(columns))})",
+                values,
+            )
+
     # -- per-session state (providers keep small values here) ----------------------------------

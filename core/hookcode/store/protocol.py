@@ -16,7 +16,8 @@ The contract every implementation keeps (``tests/store_contract`` checks it agai
 - failures are :class:`~hookcode.store.records.StoreError` (one line naming the database and
   the cause, never a password); a session held by another live process is
   :class:`~hookcode.store.records.SessionBusy`;
-- several processes, on one machine or several, may use one store at once.
+- several processes, on one machine or several, may use one store at once; a session is run by
+  the holder of its lease (:meth:`Store.lock_session`), which expires unless renewed.
 """
 
 from __future__ import annotations
@@ -24,7 +25,13 @@ from __future__ import annotations
 import contextlib
 from typing import Any, Protocol, runtime_checkable
 
-from hookcode.store.records import ApprovalRecord, SessionRecord, ToolPartRecord
+from hookcode.store.records import (
+    LEASE_TTL,
+    ApprovalRecord,
+    SessionExport,
+    SessionRecord,
+    ToolPartRecord,
+)
 
 __all__ = ["Store"]
 
@@ -34,9 +41,11 @@ class Store(Protocol):
     """A hookcode store: sessions, their messages and parts, tool parts, remembered approvals,
     todos, per-session state and session locks."""
 
-    #: where the data lives, for messages (a file path or a URL without its password)
     @property
-    def location(self) -> str: ...
+    def location(self) -> str:
+        """Where the data lives, for messages: a file path, or a URL with its password masked
+        (:func:`hookcode.store.urls.mask_url`)."""
+        ...
 
     @property
     def version(self) -> int:
@@ -65,7 +74,9 @@ class Store(Protocol):
         parent_id: str | None = None,
         id: str | None = None,
         origin: str | None = None,
-    ) -> SessionRecord: ...
+    ) -> SessionRecord:
+        """A new session, recording this host and user (``host``, ``user``)."""
+        ...
 
     def get_session(self, id: str) -> SessionRecord | None: ...
 
@@ -76,16 +87,19 @@ class Store(Protocol):
         parent: bool | None = None,
         limit: int | None = None,
         conversations: bool = False,
+        host: str | None = None,
     ) -> list[SessionRecord]:
-        """Sessions, most recently updated first. ``project`` filters by project;
+        """Sessions, most recently updated first. ``project`` filters by project, ``host`` by
+        the machine that created them;
         ``parent=False`` keeps top-level sessions only, ``parent=True`` child sessions only;
         ``conversations`` leaves out the sessions with an ``origin`` (``tools call``)."""
         ...
 
     def sessions_json(
-        self, project: str | None = None, *, conversations: bool = False
+        self, project: str | None = None, *, conversations: bool = False, host: str | None = None
     ) -> list[str]:
-        """``sessions list --json`` objects as JSON texts, in :meth:`list_sessions` order."""
+        """``sessions list --json`` objects as JSON texts (as
+        :meth:`~hookcode.store.records.SessionRecord.to_dict`), in :meth:`list_sessions` order."""
         ...
 
     def update_session(self, id: str, /, **fields: Any) -> None:
@@ -113,27 +127,44 @@ class Store(Protocol):
         """The session's child sessions (sub-agents), oldest first."""
         ...
 
-    # -- session locks -------------------------------------------------------------------------
+    # -- session leases ------------------------------------------------------------------------
 
-    def lock_session(self, id: str, pid: int | None = None) -> None:
-        """Mark the session as run by ``pid`` (default: this process) on this host; raise
-        :class:`~hookcode.store.records.SessionBusy` when another live process holds it."""
+    def lock_session(self, id: str, pid: int | None = None, *, ttl: float = LEASE_TTL) -> None:
+        """Take the session's lease for ``pid`` (default: this process) on this host, for
+        ``ttl`` seconds; the same (host, pid) again renews it. The lease is free when there is
+        none, when it has expired (by the store's clock), or when its holder is a dead process
+        on this host; otherwise :class:`~hookcode.store.records.SessionBusy`. Atomic across
+        processes and machines: of two racing for one lease, exactly one wins."""
+        ...
+
+    def renew_session_lock(
+        self, id: str, pid: int | None = None, *, ttl: float = LEASE_TTL
+    ) -> bool:
+        """Extend our lease to ``ttl`` seconds from now; False if we no longer hold it (it was
+        taken over after expiring, or released)."""
         ...
 
     def unlock_session(self, id: str, pid: int | None = None) -> None:
-        """Release the lock if ``pid`` (default: this process) on this host holds it."""
+        """Release the lease if ``pid`` (default: this process) on this host holds it."""
         ...
 
     def session_lock(self, id: str) -> tuple[int, str] | None:
-        """``(pid, host)`` of the process running the session, if a live one holds its lock."""
+        """``(pid, host)`` of the live holder of the session's lease, if any."""
         ...
 
     # -- approvals -----------------------------------------------------------------------------
 
     def add_approval(
-        self, *, project: str, permission: str, pattern: str, session_id: str | None = None
+        self,
+        *,
+        project: str,
+        permission: str,
+        pattern: str,
+        session_id: str | None = None,
+        directory: str | None = None,
     ) -> ApprovalRecord:
-        """Remember an approval; an identical existing one is returned instead of a duplicate."""
+        """Remember an approval given in ``directory`` (the worktree it was given in); an
+        identical existing one (the same directory too) is returned instead of a duplicate."""
         ...
 
     def approvals(self, *, project: str, session_id: str | None = None) -> list[ApprovalRecord]:
@@ -188,3 +219,32 @@ class Store(Protocol):
     def set_todos(self, session_id: str, todos: list[dict[str, Any]]) -> None: ...
 
     def todos(self, session_id: str) -> list[dict[str, Any]]: ...
+
+    # -- moving data between stores (``hookcode store migrate``) --------------------------------
+
+    def session_ids(self) -> list[str]:
+        """Every session's id, oldest first (by ``created``, then id), parents before their
+        children."""
+        ...
+
+    def export_session(self, id: str) -> SessionExport | None:
+        """Everything stored about one session (not its children), read consistently."""
+        ...
+
+    def import_session(self, data: SessionExport) -> None:
+        """Write an exported session in one transaction; a session already there is replaced,
+        so the target ends equal to the source (importing twice is harmless)."""
+        ...
+
+    def approval_records(self) -> list[ApprovalRecord]:
+        """Every remembered approval of every project, in creation order."""
+        ...
+
+    def import_approval(self, record: ApprovalRecord) -> None:
+        """Store ``record`` keeping its id and time; idempotent."""
+        ...
+
+    def counts(self) -> dict[str, int]:
+        """Rows per kind: ``sessions``, ``messages``, ``parts``, ``tool_parts``, ``approvals``,
+        ``todos``, ``session_state``."""
+        ...

@@ -1,15 +1,38 @@
 """What the store hands out and raises: the records of sessions, tool parts and approvals,
-and its errors (the same for any database behind :class:`hookcode.store.Store`)."""
+a whole session for moving it between stores (:class:`SessionExport`), and its errors (the
+same for any database behind :class:`hookcode.store.Store`)."""
 
 from __future__ import annotations
 
+import getpass
 import socket
 from dataclasses import dataclass, field
 from typing import Any
 
 from hookcode.errors import HookcodeError
 
-__all__ = ["ApprovalRecord", "SessionBusy", "SessionRecord", "StoreError", "ToolPartRecord"]
+__all__ = [
+    "LEASE_TTL",
+    "ApprovalRecord",
+    "SessionBusy",
+    "SessionExport",
+    "SessionRecord",
+    "StoreError",
+    "ToolPartRecord",
+    "current_user",
+]
+
+#: seconds a session lock (a lease) lasts unless renewed; a running session renews it every
+#: third of this, so a crashed owner's lease is taken over at most this long after it died
+LEASE_TTL = 30.0
+
+
+def current_user() -> str | None:
+    """The name of the user running hookcode (recorded on each session), None if unknown."""
+    try:
+        return getpass.getuser() or None
+    except (OSError, KeyError, ImportError):
+        return None
 
 
 class StoreError(HookcodeError):
@@ -35,9 +58,13 @@ class SessionRecord:
     tokens_cache_write: int = 0
     #: what started a session that is not a conversation (``"tools call"``); None for one
     origin: str | None = None
+    #: the machine and the user that created the session (None: unknown, or an older session)
+    host: str | None = None
+    user: str | None = None
 
     def to_dict(self) -> dict[str, Any]:
-        """The public shape (``sessions list --json``); ``origin`` only when there is one."""
+        """The public shape (``sessions list --json``); ``origin``, ``host`` and ``user`` only
+        when there is one."""
         data: dict[str, Any] = {
             "id": self.id,
             "title": self.title,
@@ -50,11 +77,15 @@ class SessionRecord:
         }
         if self.origin is not None:
             data["origin"] = self.origin
+        if self.host is not None:
+            data["host"] = self.host
+        if self.user is not None:
+            data["user"] = self.user
         return data
 
 
 class SessionBusy(StoreError):
-    """Another live process is running the session (``pid``)."""
+    """Another live process (``pid`` on ``host``) holds the session's lease."""
 
     def __init__(self, session_id: str, pid: int, host: str):
         super().__init__(
@@ -92,3 +123,36 @@ class ApprovalRecord:
     permission: str
     pattern: str
     created: float
+    #: the worktree the approval was given in: a project-scoped approval given in another
+    #: directory (another clone) applies only in a trusted folder (None: not known)
+    directory: str | None = None
+
+
+@dataclass
+class SessionExport:
+    """One session as data, independent of the database (``hookcode store migrate`` moves it
+    with :meth:`~hookcode.store.Store.export_session` and
+    :meth:`~hookcode.store.Store.import_session`); every list in the source's order."""
+
+    session: SessionRecord
+    #: ``{"id", "role", "created", "data": dict}`` each
+    messages: list[dict[str, Any]] = field(default_factory=list)
+    #: ``{"id", "message_id", "type", "data": dict}`` each
+    parts: list[dict[str, Any]] = field(default_factory=list)
+    #: every :class:`ToolPartRecord` field, plus ``"raw"`` (str | None) and ``"compacted"``
+    #: (float | None)
+    tool_parts: list[dict[str, Any]] = field(default_factory=list)
+    #: as :meth:`~hookcode.store.Store.todos` returns them
+    todos: list[dict[str, Any]] = field(default_factory=list)
+    #: the per-session state, key -> value
+    state: dict[str, Any] = field(default_factory=dict)
+
+    def counts(self) -> dict[str, int]:
+        """How many rows of each kind the session holds (what ``store migrate`` compares)."""
+        return {
+            "messages": len(self.messages),
+            "parts": len(self.parts),
+            "tool_parts": len(self.tool_parts),
+            "todos": len(self.todos),
+            "session_state": len(self.state),
+        }

@@ -9,7 +9,8 @@ Tables: ``sessions`` (with ``parent_id`` for sub-agent sessions and the token/co
 a message in order; a ``tool`` part row only fixes the call's place, its state lives in
 ``tool_parts``, which :func:`hookcode.pipeline.invoke` writes as the call moves
 pending -> running -> completed | error), ``approvals``, ``todos``, ``session_state``,
-``session_locks`` (the pid running a session; a dead pid's lock is taken over).
+``session_locks`` (the lease of the process running a session: its host, pid and expiry; an
+expired lease, or a dead pid's on this host, is taken over).
 
 JSON columns are stored as text (``json.dumps``); times are float epoch seconds.
 """
@@ -127,5 +128,23 @@ MIGRATIONS: list[str] = [
     # 3: what started a session that is not a conversation (``tools call``): NULL for one
     """
     ALTER TABLE sessions ADD COLUMN origin TEXT;
+    """,
+    # 4: teams and fleets: the host and user that created a session; leases (a lock expires
+    # unless renewed; NULL: an older lock, expired LEASE_TTL after it was acquired); the
+    # directory an approval was given in (another clone's project approvals apply only in a
+    # trusted folder), unique per directory too. Approvals so far were keyed by the worktree's
+    # path: that path is the directory they were given in.
+    """
+    ALTER TABLE sessions ADD COLUMN host TEXT;
+    ALTER TABLE sessions ADD COLUMN user TEXT;
+    CREATE INDEX sessions_host_updated ON sessions(host, updated);
+
+    ALTER TABLE session_locks ADD COLUMN expires REAL;
+
+    ALTER TABLE approvals ADD COLUMN directory TEXT;
+    UPDATE approvals SET directory = project;
+    DROP INDEX approvals_unique;
+    CREATE UNIQUE INDEX approvals_unique
+        ON approvals(project, ifnull(session_id, ''), permission, pattern, ifnull(directory, ''));
     """,
 ]

@@ -23,6 +23,15 @@ def test_state_todos_and_cascades(store: Store) -> None:
     store.save_message({"id": "msg_1", "session_id": s.id, "role": "user", "created": 1.0})
     store.save_part({"id": "p1", "session_id": s.id, "message_id": "msg_1", "type": "text"})
     store.lock_session(s.id)
+    assert store.counts() == {
+        "sessions": 2,
+        "messages": 1,
+        "parts": 1,
+        "tool_parts": 0,
+        "approvals": 0,
+        "todos": 1,
+        "session_state": 1,
+    }
     assert [c.id for c in store.children(s.id)] == [child.id]
     latest = store.latest_session("p")
     assert latest is not None and latest.id == s.id
@@ -32,3 +41,4 @@ def test_state_todos_and_cascades(store: Store) -> None:
     assert store.get_state(s.id, "provider:x") is None
     assert store.session_lock(s.id) is None
     assert store.list_sessions() == []
+    assert set(store.counts().values()) == {0}

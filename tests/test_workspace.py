@@ -1,5 +1,6 @@
-"""The workspace's shape: the umbrella depends on every default plugin, and each member is
-packaged the same way (one `hookcode` entry point named `<kind>_<name>`)."""
+"""The workspace's shape: the umbrella depends on every default plugin (and offers the optional
+ones as extras), and each member is packaged the same way (one `hookcode` entry point named
+`<kind>_<name>`)."""
 
 from __future__ import annotations
 
@@ -18,14 +19,21 @@ def _load(path: Path) -> dict:
     return tomllib.loads(path.read_text())
 
 
+#: members the umbrella offers as an extra instead of installing them by default
+OPTIONAL = {"postgres": "hookcode-store-postgres"}
+
+
 def test_umbrella_depends_on_every_member_with_a_workspace_source():
     root = _load(ROOT / "pyproject.toml")
     deps = set(root["project"]["dependencies"])
+    extras = root["project"].get("optional-dependencies", {})
+    assert extras == {extra: [name] for extra, name in OPTIONAL.items()}
     sources = root["tool"]["uv"]["sources"]
     names = {_load(p)["project"]["name"] for p in MEMBERS}
     assert names, "no members found"
-    assert names | {"hookcode-core"} == deps
-    for name in deps:
+    assert names | {"hookcode-core"} == deps | set(OPTIONAL.values())
+    assert not deps & set(OPTIONAL.values())
+    for name in deps | set(OPTIONAL.values()):
         assert sources.get(name) == {"workspace": True}, name
 
 

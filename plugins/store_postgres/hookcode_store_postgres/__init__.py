@@ -1,0 +1,34 @@
+"""store_postgres: one PostgreSQL database as hookcode's store, shared by a team or a fleet of
+agents::
+
+    store = "postgresql://bob:secret@db.example.com/hookcode?sslmode=verify-full"
+
+(in the user's config, or ``HOOKCODE_STORE``). The ``store`` hook answers ``postgresql://``
+and ``postgres://`` URLs with a :class:`~hookcode_store_postgres.store.PostgresStore`
+(psycopg 3 and its pool are imported only then) and leaves every other URL to other plugins.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from hookcode import hookimpl
+
+if TYPE_CHECKING:
+    from hookcode_store_postgres.store import PostgresStore
+
+__all__ = ["SCHEMES", "store"]
+
+#: the URL schemes this plugin answers (libpq's two spellings)
+SCHEMES = ("postgresql", "postgres")
+
+
+@hookimpl
+def store(url: str, runtime: Any) -> PostgresStore | None:
+    """The PostgreSQL store at ``url``, if it is a ``postgresql://`` or ``postgres://`` URL."""
+    scheme, sep, _ = url.partition("://")
+    if not sep or scheme.lower() not in SCHEMES:
+        return None
+    from hookcode_store_postgres.store import PostgresStore
+
+    return PostgresStore(url)

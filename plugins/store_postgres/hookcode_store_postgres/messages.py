@@ -1,0 +1,337 @@
+"""The PostgreSQL store's record of a conversation: the messages of sessions, their parts in
+order, and the state of each tool call (``tool_parts``), with exactly the SQLite store's
+semantics (:mod:`hookcode.store.message_store`). Part of
+:class:`~hookcode_store_postgres.store.PostgresStore`."""
+
+from __future__ import annotations
+
+import json
+import time
+from typing import TYPE_CHECKING, Any
+
+from hookcode.store.database import dumps
+from hookcode.store.records import ToolPartRecord
+
+from hookcode_store_postgres.database import Database, execute
+
+if TYPE_CHECKING:
+    import psycopg
+
+__all__ = ["MessageStore"]
+
+_PART_COLUMNS = (
+    "id",
+    "session_id",
+    "message_id",
+    "tool",
+    "state",
+    "input",
+    "output",
+    "title",
+    "metadata",
+    "attachments",
+    "error",
+    "time_start",
+    "time_end",
+)
+_PART_JSON_COLUMNS = frozenset({"input", "metadata", "attachments"})
+_PART_FIELDS = ", ".join(_PART_COLUMNS)
+_PART_UPSERT = (
+    f"INSERT INTO tool_parts ({_PART_FIELDS}) VALUES ({', '.join(['%s'] * len(_PART_COLUMNS))}) "
+    "ON CONFLICT (id) DO UPDATE SET "
+    + ", ".join(f"{name} = excluded.{name}" for name in _PART_COLUMNS[1:])
+)
+#: the columns of a tool part as :class:`~hookcode.store.records.SessionExport` carries it
+_EXPORT_COLUMNS = (*_PART_COLUMNS, "raw", "compacted")
+
+
+def _part_values(part: dict[str, Any], columns: tuple[str, ...]) -> list[Any]:
+    return [
+        dumps(part.get(name)) if name in _PART_JSON_COLUMNS else part.get(name) for name in columns
+    ]
+
+
+class MessageStore(Database):
+    """Messages, parts and tool parts: the :class:`~hookcode.store.Store` methods that keep a
+    session's conversation."""
+
+    # -- tool parts ----------------------------------------------------------------------------
+
+    def save_tool_part(self, part: ToolPartRecord) -> None:
+        """Insert or replace the part with ``part.id``; a replaced part keeps its position.
+        One statement (idempotent on retry)."""
+        values = _part_values(vars(part), _PART_COLUMNS)
+        self.run(lambda conn: execute(conn, _PART_UPSERT, values))
+
+    @staticmethod
+    def _part(row: tuple[Any, ...]) -> ToolPartRecord:
+        data: dict[str, Any] = dict(zip(_PART_COLUMNS, row, strict=True))
+        for name in _PART_JSON_COLUMNS:
+            data[name] = json.loads(data[name])
+        return ToolPartRecord(**data)
+
+    def get_tool_part(self, id: str) -> ToolPartRecord | None:
+        rows = self.query(f"SELECT {_PART_FIELDS} FROM tool_parts WHERE id = %s", [id])
+        return self._part(rows[0]) if rows else None
+
+    def tool_parts(self, session_id: str) -> list[ToolPartRecord]:
+        """The session's tool parts in the order they were first saved."""
+        rows = self.query(
+            f"SELECT {_PART_FIELDS} FROM tool_parts WHERE session_id = %s ORDER BY seq",
+            [session_id],
+        )
+        return [self._part(row) for row in rows]
+
+    def mark_interrupted(self, session_id: str, message: str = "Tool execution aborted") -> int:
+        """Turn the session's pending/running parts into errors with ``message``; how many."""
+        now = time.time()
+        return self.run(
+            lambda conn: (
+                execute(
+                    conn,
+                    "UPDATE tool_parts SET state = 'error', error = %s, time_end = %s "
+                    "WHERE session_id = %s AND state IN ('pending', 'running')",
+                    [message, now, session_id],
+                ).rowcount
+            )
+        )
+
+    def set_tool_raw(self, id: str, raw: str) -> None:
+        """The raw input text of a pending call, as streamed so far."""
+        self.run(
+            lambda conn: execute(conn, "UPDATE tool_parts SET raw = %s WHERE id = %s", [raw, id])
+        )
+
+    def set_compacted(self, ids: list[str], when: float | None = None) -> None:
+        """Mark tool outputs as pruned (sent to the model as a placeholder from now on)."""
+        when = time.time() if when is None else when
+        self.run(
+            lambda conn: execute(
+                conn, "UPDATE tool_parts SET compacted = %s WHERE id = ANY(%s)", [when, list(ids)]
+            )
+        )
+
+    # -- messages and parts --------------------------------------------------------------------
+
+    def save_message(self, message: dict[str, Any]) -> None:
+        """Insert or update a message: ``{"id", "session_id", "role", "created", ...}``; every
+        other key is kept in its JSON ``data`` (parts are saved on their own)."""
+        data = {
+            k: v
+            for k, v in message.items()
+            if k not in ("id", "session_id", "role", "created", "parts")
+        }
+        values = [message["id"], message["session_id"], message["role"], message["created"]]
+        values.append(dumps(data))
+        self.run(
+            lambda conn: execute(
+                conn,
+                "INSERT INTO messages (id, session_id, role, created, data) "
+                "VALUES (%s, %s, %s, %s, %s) ON CONFLICT (id) DO UPDATE SET data = excluded.data",
+                values,
+            )
+        )
+
+    def save_part(self, part: dict[str, Any]) -> None:
+        """Insert or update a message part: ``{"id", "session_id", "message_id", "type", ...}``.
+
+        A ``tool`` part row only fixes the call's place in its message (``call_id``); the call's
+        state lives in ``tool_parts`` (:meth:`save_tool_part`)."""
+        data = {
+            k: v for k, v in part.items() if k not in ("id", "session_id", "message_id", "type")
+        }
+        call_id = data.get("call_id")
+        values = [part["id"], part["session_id"], part["message_id"], part["type"]]
+        values += [call_id if isinstance(call_id, str) else None, dumps(data)]
+        self.run(
+            lambda conn: execute(
+                conn,
+                "INSERT INTO parts (id, session_id, message_id, type, call_id, data) "
+                "VALUES (%s, %s, %s, %s, %s, %s) "
+                "ON CONFLICT (id) DO UPDATE SET data = excluded.data, call_id = excluded.call_id",
+                values,
+            )
+        )
+
+    def delete_part(self, id: str) -> None:
+        self.run(lambda conn: execute(conn, "DELETE FROM parts WHERE id = %s", [id]))
+
+    def messages(self, session_id: str) -> list[dict[str, Any]]:
+        """The session's messages in order, each with its ``parts`` in order (tool parts with
+        their ``state`` from ``tool_parts``); plain JSON-compatible dicts."""
+
+        def read(conn: psycopg.Connection) -> tuple[list[Any], list[Any]]:
+            messages = execute(
+                conn,
+                "SELECT id, role, created, data FROM messages WHERE session_id = %s ORDER BY seq",
+                [session_id],
+            ).fetchall()
+            parts = execute(
+                conn,
+                "SELECT p.id, p.message_id, p.type, p.data, t.tool, t.state, t.input, t.raw, "
+                "t.output, t.title, t.metadata, t.attachments, t.error, t.time_start, "
+                "t.time_end, t.compacted FROM parts p LEFT JOIN tool_parts t ON t.id = p.call_id "
+                "WHERE p.session_id = %s ORDER BY p.seq",
+                [session_id],
+            ).fetchall()
+            return messages, parts
+
+        message_rows, part_rows = self.run(read, atomic=True)  # one snapshot
+        out: list[dict[str, Any]] = []
+        by_id: dict[str, dict[str, Any]] = {}
+        for id, role, created, data in message_rows:
+            message = {"id": id, "session_id": session_id, "role": role, "created": created}
+            message.update(json.loads(data))
+            message["parts"] = []
+            by_id[id] = message
+            out.append(message)
+        for row in part_rows:
+            message = by_id.get(row[1])
+            if message is None:
+                continue
+            part: dict[str, Any] = {"id": row[0], "type": row[2]}
+            part.update(json.loads(row[3]))
+            if row[2] == "tool":
+                if row[5] is None:  # the call's state row is missing: nothing to show
+                    continue
+                part["tool"] = row[4]
+                part["state"] = {
+                    "status": row[5],
+                    "input": json.loads(row[6]) if row[6] else {},
+                    "raw": row[7],
+                    "output": row[8],
+                    "error": row[12],
+                    "title": row[9],
+                    "metadata": json.loads(row[10]) if row[10] and row[10] != "{}" else {},
+                    "attachments": json.loads(row[11]) if row[11] and row[11] != "[]" else [],
+                    "time": {"start": row[13], "end": row[14], "compacted": row[15]},
+                }
+            message["parts"].append(part)
+        return out
+
+    def recover_session(self, session_id: str, message: str = "Tool execution aborted") -> int:
+        """After a process died mid-step: its pending/running tool parts become errors with
+        ``message`` (``metadata.interrupted`` set) and its unfinished assistant messages are
+        closed with an error. Returns how many tool parts were marked. One transaction; the
+        JSON is edited here, not by the server, so it keeps its key order and numbers."""
+        now = time.time()
+
+        def recover(conn: psycopg.Connection) -> int:
+            parts = execute(
+                conn,
+                "SELECT id, metadata FROM tool_parts WHERE session_id = %s "
+                "AND state IN ('pending', 'running') ORDER BY seq FOR UPDATE",
+                [session_id],
+            ).fetchall()
+            for id, metadata in parts:
+                data = _json_object(metadata)
+                data["interrupted"] = True
+                execute(
+                    conn,
+                    "UPDATE tool_parts SET state = 'error', error = %s, time_end = %s, "
+                    "metadata = %s WHERE id = %s",
+                    [message, now, dumps(data), id],
+                )
+            for id, raw in execute(
+                conn,
+                "SELECT id, data FROM messages WHERE session_id = %s AND role = 'assistant' "
+                "ORDER BY seq FOR UPDATE",
+                [session_id],
+            ).fetchall():
+                data = _json_object(raw)
+                if data.get("completed") is not None:
+                    continue
+                data["completed"] = now
+                if data.get("error") is None:
+                    data["error"] = "interrupted"
+                execute(conn, "UPDATE messages SET data = %s WHERE id = %s", [dumps(data), id])
+            return len(parts)
+
+        return self.run(recover, atomic=True)
+
+    # -- moving a conversation between stores (SessionExport) ----------------------------------
+
+    def _conversation(
+        self, conn: psycopg.Connection, session_id: str
+    ) -> tuple[list[dict[str, Any]], list[dict[str, Any]], list[dict[str, Any]]]:
+        """The session's messages, parts and tool parts as
+        :class:`~hookcode.store.records.SessionExport` holds them, each in order."""
+        messages = [
+            {"id": id, "role": role, "created": created, "data": json.loads(data)}
+            for id, role, created, data in execute(
+                conn,
+                "SELECT id, role, created, data FROM messages WHERE session_id = %s ORDER BY seq",
+                [session_id],
+            ).fetchall()
+        ]
+        parts = [
+            {"id": id, "message_id": message_id, "type": type, "data": json.loads(data)}
+            for id, message_id, type, data in execute(
+                conn,
+                "SELECT id, message_id, type, data FROM parts WHERE session_id = %s ORDER BY seq",
+                [session_id],
+            ).fetchall()
+        ]
+        tool_parts = []
+        for row in execute(
+            conn,
+            f"SELECT {_PART_FIELDS}, raw, compacted FROM tool_parts WHERE session_id = %s "
+            "ORDER BY seq",
+            [session_id],
+        ).fetchall():
+            record = vars(self._part(row[: len(_PART_COLUMNS)]))
+            tool_parts.append({**record, "raw": row[-2], "compacted": row[-1]})
+        return messages, parts, tool_parts
+
+    @staticmethod
+    def _replace_conversation(
+        conn: psycopg.Connection,
+        session_id: str,
+        messages: list[dict[str, Any]],
+        parts: list[dict[str, Any]],
+        tool_parts: list[dict[str, Any]],
+    ) -> None:
+        """Inside a transaction: the session's messages, parts and tool parts become exactly
+        these, in this order."""
+        for table in ("tool_parts", "parts", "messages"):
+            execute(conn, f"DELETE FROM {table} WHERE session_id = %s", [session_id])
+        for m in messages:
+            execute(
+                conn,
+                "INSERT INTO messages (id, session_id, role, created, data) "
+                "VALUES (%s, %s, %s, %s, %s)",
+                [m["id"], session_id, m["role"], m["created"], dumps(m["data"])],
+            )
+        for part in parts:
+            call_id = part["data"].get("call_id")
+            execute(
+                conn,
+                "INSERT INTO parts (id, session_id, message_id, type, call_id, data) "
+                "VALUES (%s, %s, %s, %s, %s, %s)",
+                [
+                    part["id"],
+                    session_id,
+                    part["message_id"],
+                    part["type"],
+                    call_id if isinstance(call_id, str) else None,
+                    dumps(part["data"]),
+                ],
+            )
+        for tool_part in tool_parts:
+            values = _part_values(tool_part, _EXPORT_COLUMNS)
+            values[1] = session_id
+            execute(
+                conn,
+                f"INSERT INTO tool_parts ({', '.join(_EXPORT_COLUMNS)}) "
+                f"VALUES ({', '.join(['%s'] * len(_EXPORT_COLUMNS))})",
+                values,
+            )
+
+
+def _json_object(text: str | None) -> dict[str, Any]:
+    """A JSON object column as a dict ({} when it holds anything else)."""
+    try:
+        value = json.loads(text) if text else None
+    except ValueError:
+        return {}
+    return value if isinstance(value, dict) else {}

@@ -1,0 +1,681 @@
+"""The PostgreSQL store (:class:`PostgresStore`): one database shared by a team or a fleet of
+agents, implementing :class:`hookcode.store.Store` with the SQLite store's semantics.
+
+Its parts, by what each owns:
+
+- :mod:`hookcode_store_postgres.database`: connecting (a pool shared by threads), transactions,
+  retrying a lost connection, errors without passwords, migrations;
+- :mod:`hookcode_store_postgres.schema`: the tables (:data:`MIGRATIONS`);
+- :mod:`hookcode_store_postgres.messages`: messages, their parts and the tool parts;
+- this module: sessions and their roll-ups, remembered approvals, session leases, per-session
+  state and todos, and moving whole sessions between stores.
+
+Every write outside :meth:`~hookcode_store_postgres.database.Database.transaction` is its own
+transaction, committed before the method returns. Leases are timed by the server's clock
+(``now()``), the one clock every machine sharing the database agrees on.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import socket
+import time
+from dataclasses import astuple, fields
+from typing import TYPE_CHECKING, Any
+
+from hookcode.ids import new_id
+from hookcode.store.database import dumps
+from hookcode.store.records import (
+    LEASE_TTL,
+    ApprovalRecord,
+    SessionBusy,
+    SessionExport,
+    SessionRecord,
+    StoreError,
+    current_user,
+)
+from hookcode.store.store import parents_first, pid_alive
+
+from hookcode_store_postgres import schema
+from hookcode_store_postgres.database import execute, storable
+from hookcode_store_postgres.messages import MessageStore
+
+if TYPE_CHECKING:
+    import psycopg
+
+__all__ = ["PostgresStore"]
+
+_SESSION_COLUMNS = tuple(f.name for f in fields(SessionRecord))
+#: quoted: ``user`` is a reserved word in PostgreSQL
+_SESSION_FIELDS = ", ".join(f'"{name}"' for name in _SESSION_COLUMNS)
+_SESSION_PARAMS = ", ".join(["%s"] * len(_SESSION_COLUMNS))
+_UPDATABLE_SESSION_FIELDS = frozenset(
+    {
+        "title",
+        "agent",
+        "model",
+        "directory",
+        "parent_id",
+        "cost",
+        "tokens_in",
+        "tokens_out",
+        "tokens_reasoning",
+        "tokens_cache_read",
+        "tokens_cache_write",
+        "updated",
+    }
+)
+#: token counters a message adds to its session (``add_session_usage``)
+_USAGE_FIELDS = frozenset(
+    {"tokens_in", "tokens_out", "tokens_reasoning", "tokens_cache_read", "tokens_cache_write"}
+)
+_APPROVAL_FIELDS = ", ".join(f.name for f in fields(ApprovalRecord))
+_APPROVAL_MEANING = (
+    "project = %s AND coalesce(session_id, '') = %s AND permission = %s AND pattern = %s "
+    "AND coalesce(directory, '') = %s"
+)
+#: what :meth:`PostgresStore.counts` counts: key -> table
+_COUNTED = ("sessions", "messages", "parts", "tool_parts", "approvals", "todos", "session_state")
+#: the server's clock as float epoch seconds
+_NOW = "extract(epoch FROM now())::double precision"
+
+
+def _float_json(column: str) -> str:
+    """SQL for ``column`` (double precision) as JSON text the way Python writes a float
+    (``0.0``, not PostgreSQL's ``0``)."""
+    return (
+        f"CASE WHEN {column} = trunc({column}) AND abs({column}) < 1e16 "
+        f"THEN to_json({column})::text || '.0' ELSE to_json({column})::text END"
+    )
+
+
+def _text_json(column: str) -> str:
+    return f"coalesce(to_json({column})::text, 'null')"
+
+
+#: ``sessions list --json``'s object, built by the server as SessionRecord.to_dict builds it
+#: (compact, in its key order; origin, host and user only when set)
+_SESSION_JSON = (
+    "'{\"id\":' || to_json(id)::text"
+    f" || ',\"title\":' || {_text_json('title')}"
+    f" || ',\"parent_id\":' || {_text_json('parent_id')}"
+    f" || ',\"agent\":' || {_text_json('agent')}"
+    f" || ',\"model\":' || {_text_json('model')}"
+    f" || ',\"created\":' || {_float_json('created')}"
+    f" || ',\"updated\":' || {_float_json('updated')}"
+    f" || ',\"cost\":' || {_float_json('cost')}"
+    " || coalesce(',\"origin\":' || to_json(origin)::text, '')"
+    " || coalesce(',\"host\":' || to_json(host)::text, '')"
+    " || coalesce(',\"user\":' || to_json(\"user\")::text, '')"
+    " || '}'"
+)
+
+
+class PostgresStore(MessageStore):
+    """The PostgreSQL store at ``url`` (``postgresql://user:password@host:port/db?options``,
+    any libpq option passed through): a :class:`~hookcode.store.Store` for a team."""
+
+    def __init__(self, url: str) -> None:
+        super().__init__(url, schema.MIGRATIONS)
+
+    # -- sessions ------------------------------------------------------------------------------
+
+    def create_session(
+        self,
+        *,
+        project: str,
+        directory: str,
+        title: str = "",
+        agent: str = "build",
+        model: str | None = None,
+        parent_id: str | None = None,
+        id: str | None = None,
+        origin: str | None = None,
+    ) -> SessionRecord:
+        """A new session, recording this host and user. Idempotent on retry: a session
+        already there with this very record (our own insert, committed before a lost
+        connection) counts as created; any other with its id is an error."""
+        now = time.time()
+        record = SessionRecord(
+            id=id or new_id("ses"),
+            project=storable(project),
+            directory=storable(directory),
+            title=storable(title),
+            agent=agent,
+            model=model,
+            parent_id=parent_id,
+            created=now,
+            updated=now,
+            origin=origin,
+            host=socket.gethostname() or None,
+            user=current_user(),
+        )
+        values = astuple(record)
+
+        def insert(conn: psycopg.Connection) -> None:
+            inserted = execute(
+                conn,
+                f"INSERT INTO sessions ({_SESSION_FIELDS}) VALUES ({_SESSION_PARAMS}) "
+                "ON CONFLICT (id) DO NOTHING RETURNING 1",
+                values,
+            ).fetchone()
+            if inserted is None:
+                row = execute(
+                    conn, f"SELECT {_SESSION_FIELDS} FROM sessions WHERE id = %s", [record.id]
+                ).fetchone()
+                if row is None or SessionRecord(*row) != record:
+                    raise StoreError(
+                        f"PostgreSQL store {self.location}: a session {record.id!r} already exists"
+                    )
+
+        self.run(insert)
+        return record
+
+    def get_session(self, id: str) -> SessionRecord | None:
+        rows = self.query(f"SELECT {_SESSION_FIELDS} FROM sessions WHERE id = %s", [id])
+        return SessionRecord(*rows[0]) if rows else None
+
+    def list_sessions(
+        self,
+        project: str | None = None,
+        *,
+        parent: bool | None = None,
+        limit: int | None = None,
+        conversations: bool = False,
+        host: str | None = None,
+    ) -> list[SessionRecord]:
+        """Sessions, most recently updated first.
+
+        ``project`` filters by project, ``host`` by the machine that created them;
+        ``parent=False`` keeps top-level sessions only, ``parent=True`` child sessions only;
+        ``conversations`` leaves out the sessions with an ``origin`` (``tools call``).
+        """
+        where, params = _session_filter(project, host, conversations)
+        if parent is True:
+            where.append("parent_id IS NOT NULL")
+        elif parent is False:
+            where.append("parent_id IS NULL")
+        sql = f"SELECT {_SESSION_FIELDS} FROM sessions"
+        if where:
+            sql += " WHERE " + " AND ".join(where)
+        sql += " ORDER BY updated DESC, id DESC"
+        if limit is not None:
+            sql += " LIMIT %s"
+            params.append(limit)
+        return [SessionRecord(*row) for row in self.query(sql, params)]
+
+    def sessions_json(
+        self, project: str | None = None, *, conversations: bool = False, host: str | None = None
+    ) -> list[str]:
+        """``sessions list --json`` objects as JSON texts, most recently updated first, built
+        by the server (fast for many sessions) as :meth:`SessionRecord.to_dict` builds them.
+        ``conversations`` and ``host``: as in :meth:`list_sessions`."""
+        where, params = _session_filter(project, host, conversations)
+        sql = f"SELECT {_SESSION_JSON} FROM sessions"
+        if where:
+            sql += " WHERE " + " AND ".join(where)
+        sql += " ORDER BY updated DESC, id DESC"
+        return [row[0] for row in self.query(sql, params)]
+
+    def update_session(self, id: str, /, **fields: Any) -> None:
+        """Set ``fields`` (title, agent, model, cost, tokens_in, ...) and bump ``updated``."""
+        unknown = sorted(set(fields) - _UPDATABLE_SESSION_FIELDS)
+        if unknown:
+            raise ValueError(f"unknown session field(s): {', '.join(unknown)}")
+        values = {"updated": time.time(), **fields}
+        assignments = ", ".join(f"{name} = %s" for name in values)
+
+        def update(conn: psycopg.Connection) -> None:
+            cursor = execute(
+                conn, f"UPDATE sessions SET {assignments} WHERE id = %s", [*values.values(), id]
+            )
+            if cursor.rowcount == 0:
+                raise StoreError(f"PostgreSQL store {self.location}: no session {id!r}")
+
+        self.run(update)
+
+    def delete_session(self, id: str) -> None:
+        """Delete a session with its messages, tool parts, approvals and child sessions."""
+        self.run(lambda conn: execute(conn, "DELETE FROM sessions WHERE id = %s", [id]))
+
+    def add_session_usage(self, id: str, /, *, cost: float = 0.0, **tokens: int) -> None:
+        """Add a message's cost and tokens (``tokens_in``, ``tokens_out``, ...) to its session.
+        The one write that is not idempotent on retry: if the connection breaks just as the
+        server commits, the message may be counted twice."""
+        unknown = sorted(set(tokens) - _USAGE_FIELDS)
+        if unknown:
+            raise ValueError(f"unknown token field(s): {', '.join(unknown)}")
+        sets = ["cost = cost + %s", "updated = %s"]
+        values: list[Any] = [cost, time.time()]
+        for name, value in tokens.items():
+            sets.append(f"{name} = {name} + %s")
+            values.append(int(value))
+        values.append(id)
+        self.run(
+            lambda conn: execute(
+                conn, f"UPDATE sessions SET {', '.join(sets)} WHERE id = %s", values
+            )
+        )
+
+    def latest_session(self, project: str, *, top_level: bool = True) -> SessionRecord | None:
+        """The project's most recently updated (top-level) conversation (``--continue``)."""
+        found = self.list_sessions(
+            project, parent=False if top_level else None, limit=1, conversations=True
+        )
+        return found[0] if found else None
+
+    def sessions_by_prefix(self, prefix: str, *, limit: int = 10) -> list[SessionRecord]:
+        """The sessions whose id starts with ``prefix`` (case matters; at most ``limit``), in
+        id order."""
+        rows = self.query(
+            f"SELECT {_SESSION_FIELDS} FROM sessions WHERE id >= %s AND id < %s "
+            "ORDER BY id LIMIT %s",
+            [prefix, prefix + "\U0010ffff", limit],
+        )
+        return [SessionRecord(*row) for row in rows]
+
+    def children(self, id: str) -> list[SessionRecord]:
+        rows = self.query(
+            f"SELECT {_SESSION_FIELDS} FROM sessions WHERE parent_id = %s ORDER BY created, id",
+            [id],
+        )
+        return [SessionRecord(*row) for row in rows]
+
+    # -- approvals ("always" replies) ----------------------------------------------------------
+
+    def add_approval(
+        self,
+        *,
+        project: str,
+        permission: str,
+        pattern: str,
+        session_id: str | None = None,
+        directory: str | None = None,
+    ) -> ApprovalRecord:
+        """Remember an approval given in ``directory`` (the worktree); an identical existing
+        one is returned instead of a duplicate (so a retry adds nothing)."""
+        pattern = storable(pattern)
+        key = [project, session_id or "", permission, pattern, directory or ""]
+        row = [new_id("apr"), project, session_id, permission, pattern, time.time(), directory]
+
+        def add(conn: psycopg.Connection) -> ApprovalRecord:
+            execute(
+                conn,
+                f"INSERT INTO approvals ({_APPROVAL_FIELDS}) VALUES (%s, %s, %s, %s, %s, %s, %s) "
+                "ON CONFLICT DO NOTHING",
+                row,
+            )
+            found = execute(
+                conn, f"SELECT {_APPROVAL_FIELDS} FROM approvals WHERE {_APPROVAL_MEANING}", key
+            ).fetchone()
+            if found is None:  # removed by another process between the two statements
+                raise StoreError(f"PostgreSQL store {self.location}: approval vanished, retry")
+            return ApprovalRecord(*found)
+
+        return self.run(add, atomic=True)
+
+    def approvals(self, *, project: str, session_id: str | None = None) -> list[ApprovalRecord]:
+        """The project's project-scoped approvals, then (given ``session_id``) that session's;
+        each group in creation order."""
+        rows = self.query(
+            f"SELECT {_APPROVAL_FIELDS} FROM approvals WHERE project = %s "
+            "AND (session_id IS NULL OR session_id = %s) ORDER BY session_id IS NOT NULL, seq",
+            [project, session_id],
+        )
+        return [ApprovalRecord(*row) for row in rows]
+
+    def remove_approval(self, id: str) -> bool:
+        return self.run(
+            lambda conn: execute(conn, "DELETE FROM approvals WHERE id = %s", [id]).rowcount > 0
+        )
+
+    def clear_approvals(self, *, project: str, session_id: str | None = None) -> int:
+        """Delete the approvals of one scope: the project's (``session_id=None``) or the
+        session's; return how many."""
+        return self.run(
+            lambda conn: (
+                execute(
+                    conn,
+                    "DELETE FROM approvals WHERE project = %s AND coalesce(session_id, '') = %s",
+                    [project, session_id or ""],
+                ).rowcount
+            )
+        )
+
+    # -- session leases ------------------------------------------------------------------------
+
+    def lock_session(self, id: str, pid: int | None = None, *, ttl: float = LEASE_TTL) -> None:
+        """Take (or renew) the session's lease for ``pid`` (default: this process) on this
+        host, for ``ttl`` seconds of the server's clock.
+
+        The lease is free when nobody holds it, when it has expired, or when its holder is a
+        dead process on this host; otherwise :class:`SessionBusy`. One transaction: the row is
+        inserted if missing (``ON CONFLICT DO NOTHING`` waits for a racing insert) and read
+        ``FOR UPDATE`` otherwise, so of two processes (or machines) racing, exactly one wins.
+        Idempotent on retry (the same holder renews).
+        """
+        pid = os.getpid() if pid is None else pid
+        host = socket.gethostname()
+
+        def take(conn: psycopg.Connection) -> None:
+            taken = execute(
+                conn,
+                "INSERT INTO session_locks (session_id, pid, host, acquired, expires) "
+                f"VALUES (%s, %s, %s, {_NOW}, {_NOW} + %s) "
+                "ON CONFLICT (session_id) DO NOTHING RETURNING 1",
+                [id, pid, host, float(ttl)],
+            ).fetchone()
+            if taken is not None:
+                return
+            row = execute(
+                conn,
+                f"SELECT pid, host, expires <= {_NOW} FROM session_locks "
+                "WHERE session_id = %s FOR UPDATE",
+                [id],
+            ).fetchone()
+            if row is not None:
+                held_pid, held_host, expired = int(row[0]), str(row[1]), bool(row[2])
+                ours = held_pid == pid and held_host == host
+                dead = held_host == host and not pid_alive(held_pid)
+                if not (ours or expired or dead):
+                    raise SessionBusy(id, held_pid, held_host)
+            execute(
+                conn,
+                "INSERT INTO session_locks (session_id, pid, host, acquired, expires) "
+                f"VALUES (%s, %s, %s, {_NOW}, {_NOW} + %s) ON CONFLICT (session_id) DO UPDATE "
+                "SET pid = excluded.pid, host = excluded.host, acquired = excluded.acquired, "
+                "expires = excluded.expires",
+                [id, pid, host, float(ttl)],
+            )
+
+        self.run(take, atomic=True)
+
+    def renew_session_lock(
+        self, id: str, pid: int | None = None, *, ttl: float = LEASE_TTL
+    ) -> bool:
+        """Extend our lease to ``ttl`` from now (the server's clock); False if we no longer
+        hold it (another process took it over, or it was released)."""
+        pid = os.getpid() if pid is None else pid
+        return self.run(
+            lambda conn: (
+                execute(
+                    conn,
+                    f"UPDATE session_locks SET expires = {_NOW} + %s "
+                    "WHERE session_id = %s AND pid = %s AND host = %s",
+                    [float(ttl), id, pid, socket.gethostname()],
+                ).rowcount
+                > 0
+            )
+        )
+
+    def unlock_session(self, id: str, pid: int | None = None) -> None:
+        """Release the lease if ``pid`` (default: this process) on this host holds it."""
+        pid = os.getpid() if pid is None else pid
+        self.run(
+            lambda conn: execute(
+                conn,
+                "DELETE FROM session_locks WHERE session_id = %s AND pid = %s AND host = %s",
+                [id, pid, socket.gethostname()],
+            )
+        )
+
+    def session_lock(self, id: str) -> tuple[int, str] | None:
+        """``(pid, host)`` of the live holder of the session's lease, if any."""
+        rows = self.query(
+            f"SELECT pid, host, expires <= {_NOW} FROM session_locks WHERE session_id = %s", [id]
+        )
+        if not rows:
+            return None
+        pid, host, expired = int(rows[0][0]), str(rows[0][1]), bool(rows[0][2])
+        if expired or (host == socket.gethostname() and not pid_alive(pid)):
+            return None
+        return pid, host
+
+    # -- per-session state (providers keep small values here) ----------------------------------
+
+    def get_state(self, session_id: str, key: str) -> Any:
+        rows = self.query(
+            "SELECT value FROM session_state WHERE session_id = %s AND key = %s", [session_id, key]
+        )
+        return json.loads(rows[0][0]) if rows else None
+
+    def set_state(self, session_id: str, key: str, value: Any) -> None:
+        values = [session_id, key, dumps(value)]
+        self.run(
+            lambda conn: execute(
+                conn,
+                "INSERT INTO session_state (session_id, key, value) VALUES (%s, %s, %s) "
+                "ON CONFLICT (session_id, key) DO UPDATE SET value = excluded.value",
+                values,
+            )
+        )
+
+    # -- todos ---------------------------------------------------------------------------------
+
+    def set_todos(self, session_id: str, todos: list[dict[str, Any]]) -> None:
+        """Replace the session's todo list (``{"id", "content", "status", "priority"}`` each)."""
+        rows = [
+            [
+                session_id,
+                i,
+                str(t.get("id") or i + 1),
+                str(t["content"]),
+                str(t.get("status") or "pending"),
+                str(t.get("priority") or "medium"),
+            ]
+            for i, t in enumerate(todos)
+        ]
+
+        def replace(conn: psycopg.Connection) -> None:
+            execute(conn, "DELETE FROM todos WHERE session_id = %s", [session_id])
+            _insert_todos(conn, rows)
+
+        self.run(replace, atomic=True)
+
+    def todos(self, session_id: str) -> list[dict[str, Any]]:
+        rows = self.query(
+            "SELECT id, content, status, priority FROM todos WHERE session_id = %s "
+            "ORDER BY position",
+            [session_id],
+        )
+        return [{"id": r[0], "content": r[1], "status": r[2], "priority": r[3]} for r in rows]
+
+    # -- moving data between stores (``hookcode store migrate``) --------------------------------
+
+    def session_ids(self) -> list[str]:
+        """Every session's id, oldest first (by ``created``, then id), a parent always before
+        its children."""
+        return parents_first(
+            [
+                (r[0], r[1])
+                for r in self.query("SELECT id, parent_id FROM sessions ORDER BY created, id")
+            ]
+        )
+
+    def export_session(self, id: str) -> SessionExport | None:
+        """Everything stored about one session (not its children), read in one snapshot
+        (a ``REPEATABLE READ`` transaction)."""
+
+        # inside a caller's transaction, read in it (SET TRANSACTION must come first)
+        snapshot = getattr(self._local, "pinned", None) is None
+
+        def read(conn: psycopg.Connection) -> SessionExport | None:
+            if snapshot:
+                execute(conn, "SET TRANSACTION ISOLATION LEVEL REPEATABLE READ READ ONLY")
+            row = execute(
+                conn, f"SELECT {_SESSION_FIELDS} FROM sessions WHERE id = %s", [id]
+            ).fetchone()
+            if row is None:
+                return None
+            messages, parts, tool_parts = self._conversation(conn, id)
+            todos = execute(
+                conn,
+                "SELECT id, content, status, priority FROM todos WHERE session_id = %s "
+                "ORDER BY position",
+                [id],
+            ).fetchall()
+            state = execute(
+                conn,
+                "SELECT key, value FROM session_state WHERE session_id = %s ORDER BY key",
+                [id],
+            ).fetchall()
+            return SessionExport(
+                session=SessionRecord(*row),
+                messages=messages,
+                parts=parts,
+                tool_parts=tool_parts,
+                todos=[
+                    {"id": t[0], "content": t[1], "status": t[2], "priority": t[3]} for t in todos
+                ],
+                state={key: json.loads(value) for key, value in state},
+            )
+
+        return self.run(read, atomic=True)
+
+    def import_session(self, data: SessionExport) -> None:
+        """Write an exported session in one transaction: a session already here is replaced
+        (its record, messages, parts, tool parts, todos and state become the export's; its
+        child sessions, approvals and lease stay). Idempotent, so retried whole."""
+        record = data.session
+        values = astuple(record)
+        todos = [
+            [record.id, position, t["id"], t["content"], t["status"], t["priority"]]
+            for position, t in enumerate(data.todos)
+        ]
+
+        def write(conn: psycopg.Connection) -> None:
+            execute(
+                conn,
+                f"INSERT INTO sessions ({_SESSION_FIELDS}) VALUES ({_SESSION_PARAMS}) "
+                "ON CONFLICT (id) DO UPDATE SET "
+                + ", ".join(f'"{name}" = excluded."{name}"' for name in _SESSION_COLUMNS[1:]),
+                values,
+            )
+            self._replace_conversation(conn, record.id, data.messages, data.parts, data.tool_parts)
+            execute(conn, "DELETE FROM todos WHERE session_id = %s", [record.id])
+            _insert_todos(conn, todos)
+            execute(conn, "DELETE FROM session_state WHERE session_id = %s", [record.id])
+            for key, value in data.state.items():
+                execute(
+                    conn,
+                    "INSERT INTO session_state (session_id, key, value) VALUES (%s, %s, %s)",
+                    [record.id, key, dumps(value)],
+                )
+
+        self.run(write, atomic=True)
+
+    def approval_records(self) -> list[ApprovalRecord]:
+        """Every remembered approval of every project, in creation order."""
+        rows = self.query(f"SELECT {_APPROVAL_FIELDS} FROM approvals ORDER BY created, seq")
+        return [ApprovalRecord(*row) for row in rows]
+
+    def import_approval(self, record: ApprovalRecord) -> None:
+        """Store ``record`` as it is (its id and time); an approval here with its id or with
+        its meaning (project, session, permission, pattern, directory) is replaced. Importing
+        an approval already here as it is changes nothing (idempotent)."""
+        values = list(astuple(record))
+        meaning = [
+            record.project,
+            record.session_id or "",
+            record.permission,
+            record.pattern,
+            record.directory or "",
+        ]
+
+        def write(conn: psycopg.Connection) -> None:
+            same = execute(
+                conn, f"SELECT {_APPROVAL_FIELDS} FROM approvals WHERE id = %s", [record.id]
+            ).fetchone()
+            if same is not None and tuple(same) == tuple(values):
+                return
+            execute(
+                conn,
+                f"DELETE FROM approvals WHERE id = %s OR ({_APPROVAL_MEANING})",
+                [record.id, *meaning],
+            )
+            execute(
+                conn,
+                f"INSERT INTO approvals ({_APPROVAL_FIELDS}) VALUES (%s, %s, %s, %s, %s, %s, %s)",
+                values,
+            )
+
+        self.run(write, atomic=True)
+
+    def counts(self) -> dict[str, int]:
+        """How many rows each kind of data has (``store check``, ``store migrate``)."""
+        sql = ", ".join(f"(SELECT count(*) FROM {table})" for table in _COUNTED)
+        row = self.query(f"SELECT {sql}")[0]
+        return dict(zip(_COUNTED, (int(n) for n in row), strict=True))
+
+    # -- project identity ------------------------------------------------------------------------
+
+    def rekey_project(self, old: str, new: str) -> int:
+        """Move the sessions and approvals stored under the project key ``old`` (a worktree's
+        path, before projects were identified by their root commit) to ``new``; how many rows
+        moved. A read when there is nothing to move. An approval already stored under ``new``
+        with the same meaning is kept once."""
+        if old == new:
+            return 0
+        found = self.query(
+            "SELECT EXISTS (SELECT 1 FROM sessions WHERE project = %s) "
+            "OR EXISTS (SELECT 1 FROM approvals WHERE project = %s)",
+            [old, old],
+        )
+        if not found[0][0]:
+            return 0
+
+        def move(conn: psycopg.Connection) -> int:
+            moved = execute(
+                conn, "UPDATE sessions SET project = %s WHERE project = %s", [new, old]
+            ).rowcount
+            moved += execute(
+                conn,
+                "UPDATE approvals a SET project = %s WHERE project = %s AND NOT EXISTS ("
+                "SELECT 1 FROM approvals b WHERE b.project = %s "
+                "AND coalesce(b.session_id, '') = coalesce(a.session_id, '') "
+                "AND b.permission = a.permission AND b.pattern = a.pattern "
+                "AND coalesce(b.directory, '') = coalesce(a.directory, ''))",
+                [new, old, new],
+            ).rowcount
+            execute(conn, "DELETE FROM approvals WHERE project = %s", [old])
+            return moved
+
+        return self.run(move, atomic=True)
+
+
+def _session_filter(
+    project: str | None, host: str | None, conversations: bool
+) -> tuple[list[str], list[Any]]:
+    """The WHERE conditions (and their parameters) of a session listing."""
+    where: list[str] = []
+    params: list[Any] = []
+    if project is not None:
+        where.append("project = %s")
+        params.append(project)
+    if host is not None:
+        where.append("host = %s")
+        params.append(host)
+    if conversations:
+        where.append("origin IS NULL")
+    return where, params
+
+
+def _insert_todos(conn: psycopg.Connection, rows: list[list[Any]]) -> None:
+    if not rows:
+        return
+    sql = (
+        "INSERT INTO todos (session_id, position, id, content, status, priority) "
+        "VALUES (%s, %s, %s, %s, %s, %s)"
+    )
+    with conn.cursor() as cursor:
+        try:
+            cursor.executemany(sql, rows)
+        except UnicodeEncodeError:
+            cursor.executemany(sql, [[storable(v) for v in row] for row in rows])
+        except Exception as exc:
+            import psycopg
+
+            if not isinstance(exc, psycopg.DataError) or exc.sqlstate is not None:
+                raise
+            cursor.executemany(sql, [[storable(v) for v in row] for row in rows])

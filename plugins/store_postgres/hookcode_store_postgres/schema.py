@@ -12,7 +12,8 @@ providers, and ``jsonb`` keeps neither), ``ON DELETE CASCADE`` from a session to
 Ids sort by code point (``COLLATE "C"``), as SQLite sorts them, whatever the database's locale;
 ``seq`` columns keep insertion order. Beyond SQLite's: sessions record ``host`` and ``user``,
 locks are leases (``expires``, by the server's clock), and a part row names its tool call
-(``call_id``) so messages join their tool parts without parsing JSON.
+(``call_id``) so messages join their tool parts without parsing JSON. Approvals record the
+directory (worktree) they were given in.
 """
 
 from __future__ import annotations
@@ -74,10 +75,11 @@ MIGRATIONS: list[str] = [
         session_id  text COLLATE "C" REFERENCES sessions(id) ON DELETE CASCADE,
         permission  text NOT NULL,
         pattern     text NOT NULL,
-        created     double precision NOT NULL
+        created     double precision NOT NULL,
+        directory   text
     );
-    CREATE UNIQUE INDEX approvals_unique
-        ON approvals (project, coalesce(session_id, ''), permission, pattern);
+    CREATE UNIQUE INDEX approvals_unique ON approvals
+        (project, coalesce(session_id, ''), permission, pattern, coalesce(directory, ''));
     CREATE INDEX approvals_session ON approvals (session_id);
 
     CREATE TABLE messages (

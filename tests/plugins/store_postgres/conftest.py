@@ -1,0 +1,85 @@
+"""Fixtures of the PostgreSQL store's tests.
+
+``store``: a :class:`PostgresStore` on a fresh database (``postgres_url``, tests/conftest.py).
+``sql``: a connection of the test's own to that database (autocommit), to look at or arrange
+rows as another machine would leave them. ``private_cluster``: a cluster of this test's own
+(start/stop/restart), for the tests that stop or restart the server: never the shared one.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import textwrap
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from hookcode.testing import missing
+from hookcode_store_postgres.store import PostgresStore
+
+
+@pytest.fixture
+def store(postgres_url: str) -> Iterator[PostgresStore]:
+    st = PostgresStore(postgres_url)
+    yield st
+    st.close()
+
+
+@pytest.fixture
+def sql(postgres_url: str) -> Iterator[Any]:
+    import psycopg
+
+    with psycopg.connect(postgres_url, autocommit=True) as conn:
+        yield conn
+
+
+class PrivateCluster:
+    """A PostgreSQL cluster of one test's own, in ``directory``, at ``url``."""
+
+    def __init__(self, directory: Path) -> None:
+        from helpers import postgres
+
+        self.directory = directory
+        self.url = postgres.start(directory)
+
+    def restart(self) -> None:
+        """Restart the server (fast: every connection is cut), on the same port."""
+        from helpers import postgres
+
+        postgres.restart(self.directory)
+
+    def stop(self) -> None:
+        """Stop the server for good (its directory goes too)."""
+        from helpers import postgres
+
+        postgres.stop(self.directory)
+
+
+@pytest.fixture
+def private_cluster() -> Iterator[PrivateCluster]:
+    from helpers import postgres
+
+    try:
+        postgres.bin_dir()
+    except postgres.PostgresMissing as exc:
+        missing(str(exc))
+    cluster = PrivateCluster(postgres.cluster_directory())
+    try:
+        yield cluster
+    finally:
+        cluster.stop()
+
+
+def run_python(code: str, *args: str, stdin: int | None = None) -> subprocess.Popen[str]:
+    """``python -c code args...`` in this environment (the store plugin installed)."""
+    return subprocess.Popen(
+        [sys.executable, "-c", textwrap.dedent(code), *args],
+        env={**os.environ},
+        stdin=stdin,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )

@@ -31,6 +31,10 @@ def open_store(url: str) -> Store:
         from hookcode.store import SQLiteStore
 
         return SQLiteStore(Path(url.removeprefix("sqlite://")))
+    if url.startswith(("postgresql://", "postgres://")):
+        from hookcode_store_postgres.store import PostgresStore
+
+        return PostgresStore(url)
     raise ValueError(f"no store for {url!r} in the tests")
 
 
@@ -46,6 +50,15 @@ class Backend:
     def open(self) -> Store:
         """A new store (its own connection) on the same data."""
         return open_store(self.url)
+
+    def url_with_password(self, password: str) -> str:
+        """The URL as a user with ``password`` writes it (the test cluster trusts loopback, so
+        the server takes it whatever it is); a file path has no password: the URL as it is."""
+        if self.kind == "sqlite":
+            return self.url
+        scheme, _, rest = self.url.partition("://")
+        user, _, host = rest.partition("@")
+        return f"{scheme}://{user}:{password}@{host}?password={password}&application_name=t"
 
 
 def run_python(code: str, *args: str) -> subprocess.Popen[str]:

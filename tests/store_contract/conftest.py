@@ -15,7 +15,7 @@ from helpers.stores import Backend, sqlite_url
 from hookcode.store import Store
 
 
-@pytest.fixture(params=["sqlite"])
+@pytest.fixture(params=["sqlite", "postgres"])
 def backend(request: pytest.FixtureRequest, tmp_path: Path) -> Backend:
     if request.param == "sqlite":
         path = tmp_path / "data" / "hookcode.db"

@@ -28,6 +28,8 @@ How hookcode calls hooks
   so an implementation may annotate its parameter ``Runtime`` instead, or narrow with
   ``isinstance``. Per-run state belongs in ``runtime.stash``
   (:mod:`hookcode.stash`), and what must stop when the run ends in ``runtime.on_close``.
+* **Service hooks** (``store``) are asked when the run first needs the service; the first
+  plugin that answers (not None) provides it.
 * **Lifecycle hooks** run in pluggy's order: the most recently registered plugin first,
   adjusted by ``tryfirst`` / ``trylast``. Implementations mutate the objects they are given.
 * Core calls implementations one by one, so one that raises never keeps another from
@@ -64,7 +66,7 @@ if TYPE_CHECKING:
     from hookcode.providers import AuthMethod, Provider
     from hookcode.question import QuestionRequest
     from hookcode.shell import RequestPlan
-    from hookcode.store import SessionRecord
+    from hookcode.store import SessionRecord, Store
     from hookcode.tools import Host, Tool, ToolCall, ToolContext, ToolResult
 
 hookspec = pluggy.HookspecMarker(PROJECT_NAME)
@@ -228,6 +230,37 @@ def permission_defaults(agent: AgentSpec, config: Config, runtime: Host) -> list
 
     Returns:
         A list of :class:`~hookcode.permission.Rule` (give each a ``source``).
+    """
+    ...
+
+
+# =============================================================================================
+# Services: what a plugin provides when the run needs it (the first answer wins)
+# =============================================================================================
+
+
+@hookspec(firstresult=True)
+def store(url: str, runtime: Host) -> Store | None:
+    """Open the store a configured URL names (``hookcode-store-postgres`` answers
+    ``postgresql://`` and ``postgres://`` URLs).
+
+    Called once per runtime, when the store is first used and a store URL is configured:
+    ``HOOKCODE_STORE``, else the top-level ``store`` key of the user's config (a project's
+    config cannot set it). Without a URL hookcode uses its SQLite file in the data directory,
+    and ``sqlite:///abs/path.db`` is core's own; neither reaches this hook. Import the
+    database driver here, not at module level. Never put the URL's password in a message:
+    ``hookcode.store.urls.mask_url`` shows it masked.
+
+    Args:
+        url: the configured URL, exactly as written (it may hold a password).
+        runtime: the runtime that will use the store (its ``env``, ``data_dir``, ``config``).
+
+    Returns:
+        An object implementing :class:`hookcode.store.Store` (opened, schema migrated), or
+        None when the URL is not this plugin's. When no plugin answers, hookcode stops with an
+        error naming the URL (password masked). Raise
+        :class:`~hookcode.store.StoreError` (one line naming the database, never the
+        password) when the URL is this plugin's but the store cannot be opened.
     """
     ...
 

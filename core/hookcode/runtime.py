@@ -115,6 +115,7 @@ class Runtime:
         #: extra rules per session (a child session's denies), after the config's rules
         self.session_rules: dict[str, list[Rule]] = {}
         self._store: Store | None = None
+        self._project: str | None = None
         self._credentials: Credentials | None = None
         self._protected: ProtectedPaths | None = None
         self._secrets: Secrets | None = None
@@ -172,15 +173,77 @@ class Runtime:
     # -- lazily opened parts ------------------------------------------------------------------
     @property
     def store(self) -> Store:
+        """The store of sessions and approvals, opened on first use: the one the store URL
+        names (``HOOKCODE_STORE``, else the user's ``store`` config key), else the SQLite file
+        in the data directory. Sessions and approvals stored under this worktree's path (before
+        projects were identified by their root commit) move to :attr:`project` then."""
         if self._store is None:
+            from hookcode.store.urls import store_url
+
+            store = self._open_store(store_url(self.env, self.config.core.store))
+            try:
+                rekey = getattr(store, "rekey_project", None)
+                if rekey is not None and self.project != str(self.worktree):
+                    rekey(str(self.worktree), self.project)
+            except BaseException:
+                store.close()
+                raise
+            self._store = store
+        return self._store
+
+    def _open_store(self, url: str | None) -> Store:
+        from hookcode.store import SQLiteStore, Store, StoreError
+        from hookcode.store.urls import mask_url, sqlite_path, url_passwords
+
+        if url is None:
             from hookcode.datadir import secure_data_dir
-            from hookcode.store import SQLiteStore
 
             # the data directory is private (0700, files 0600), tightened if it is not yet
             for problem in secure_data_dir(self.data_dir):
                 self.plugins.warn(problem)
-            self._store = SQLiteStore(self.data_dir / "hookcode.db")
-        return self._store
+            return SQLiteStore(self.data_dir / "hookcode.db")
+        try:
+            path = sqlite_path(url)
+        except ValueError as exc:
+            raise StoreError(str(exc)) from None
+        if path is not None:
+            return SQLiteStore(path)
+
+        def masked(text: str) -> str:
+            for password in url_passwords(url):
+                text = text.replace(password, "***")
+            return text
+
+        for plugin, store, error in self.plugins.call_each_outcomes("store", url=url, runtime=self):
+            if isinstance(error, StoreError):
+                raise StoreError(masked(str(error))) from None
+            if error is not None:  # fail closed: never fall back to another store
+                raise StoreError(
+                    f"plugin {plugin!r} could not open the store {mask_url(url)!r}: "
+                    f"{type(error).__name__}: {masked(str(error))}"
+                ) from None
+            if store is None:
+                continue
+            if not isinstance(store, Store):
+                raise StoreError(
+                    f"plugin {plugin!r}: its store hook returned {type(store).__name__}, "
+                    "not a hookcode.store.Store"
+                )
+            return store
+        raise StoreError(
+            f"no installed plugin provides a store for {mask_url(url)!r} "
+            "(pip install hookcode-store-postgres)"
+        )
+
+    @property
+    def project(self) -> str:
+        """The project's identity in the store: ``git:<root commit>`` for a git repository
+        (the same on every clone), else the worktree's path (:mod:`hookcode.project`)."""
+        if self._project is None:
+            from hookcode.project import project_id
+
+            self._project = project_id(self.worktree)
+        return self._project
 
     @property
     def secrets(self) -> Secrets:
@@ -427,19 +490,26 @@ class Runtime:
         return Ruleset(rules, load_approvals=lambda: self._approvals(session_id), tighten=tighten)
 
     def _approvals(self, session_id: str | None) -> list[Rule]:
-        """The remembered approvals of the project and of ``session_id``, as rules."""
+        """The remembered approvals of the project and of ``session_id``, as rules: in an
+        untrusted folder, of the project's only those given in this folder."""
         # the SQLite store answers from its cache (the same list object while the approvals
         # are unchanged, in this process and in others); the rules are built once per answer
         store = self.store
         shared = getattr(store, "_approvals_shared", None)
         if shared is not None:
-            records = shared(str(self.worktree), session_id)
+            records = shared(self.project, session_id)
         else:
-            records = store.approvals(project=str(self.worktree), session_id=session_id)
+            records = store.approvals(project=self.project, session_id=session_id)
         cached = self._approval_rules.get(session_id)
         if cached is None or cached[0] is not records:
             built: list[Rule] = []
+            here = str(self.worktree)
             for record in records:
+                # a clone shares its project's identity (its root commit), and so would a
+                # hostile fork: a project approval given in another folder applies only where
+                # the user trusts this one
+                if not record.session_id and record.directory != here and not self.trusted:
+                    continue
                 scope = "session" if record.session_id else "project"
                 built.append(
                     Rule(
@@ -567,7 +637,7 @@ class Runtime:
         ``sessions list`` and ``--continue`` leave it out)."""
         title = self.secrets.redact(title)
         record = self.store.create_session(
-            project=str(self.worktree),
+            project=self.project,
             directory=str(self.cwd),
             title=title,
             agent=agent or self.default_agent,

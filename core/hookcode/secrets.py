@@ -13,7 +13,8 @@ A runtime knows these secrets (:meth:`Secrets.known`):
   (:data:`PUBLIC_HEADERS`: ``Content-Type``, ``User-Agent``, ``X-Title``, ...), every value
   under a key named like a secret (:func:`secret_key_name`: ``authorization``, ``api_key``,
   ``token``, ``*_secret``, ``password``, ...) and the secret-named entries of ``env`` and
-  ``environment`` tables (MCP server environments).
+  ``environment`` tables (MCP server environments);
+* **store**: the passwords in the store URL (``HOOKCODE_STORE``, or the ``store`` key).
 
 A value shorter than :data:`MIN_LENGTH` characters is never treated as a secret. How a
 secret is replaced (``[redacted: SOURCE]``), in a text and in a stream, is
@@ -226,6 +227,7 @@ class Secrets:
         for secret in config_secrets:
             if not secret.source.startswith("env:"):
                 yield secret
+        yield from _store_secrets(env, runtime.config)
 
     def _from_auth_json(self) -> Iterator[Secret]:
         from hookcode.errors import HookcodeError
@@ -261,6 +263,15 @@ class Secrets:
             )
             return {}
         return data if isinstance(data, dict) else {}
+
+
+def _store_secrets(env: Mapping[str, str], config: object) -> Iterator[Secret]:
+    """The passwords in the store URL (``HOOKCODE_STORE`` or the ``store`` key)."""
+    from hookcode.store.urls import store_url, url_passwords
+
+    url = store_url(env, getattr(getattr(config, "core", None), "store", None))
+    for password in url_passwords(url) if url else []:
+        yield Secret(password, "store URL")
 
 
 def _strings(value: Any, key: str = "") -> Iterator[tuple[str, str]]:
@@ -313,8 +324,8 @@ def _config_secrets(value: Any, path: tuple[str, ...]) -> Iterator[Secret]:
 def mask_config(data: Any, redact: Callable[[str], str] | None = None) -> Any:
     """``data`` (a config as plain JSON) with secret values replaced by :data:`MASK`: every
     value of a ``headers`` table, every value under a key named like a secret, the
-    secret-named entries of ``env`` tables; ``redact`` (a :meth:`Redactor.redact`) replaces
-    known secrets found anywhere else."""
+    secret-named entries of ``env`` tables, the password of the ``store`` URL; ``redact`` (a
+    :meth:`Redactor.redact`) replaces known secrets found anywhere else."""
     return _mask(data, "", redact)
 
 
@@ -325,6 +336,10 @@ def _mask(value: Any, key: str, redact: Callable[[str], str] | None, parent: str
         return [_mask(v, key, redact, parent) for v in value]
     if not isinstance(value, str):
         return value
+    if key == "store" and not parent:  # the store URL: its password alone
+        from hookcode.store.urls import mask_url
+
+        value = mask_url(value)
     secret = (
         parent == "headers"
         or secret_key_name(key)

@@ -25,6 +25,8 @@ REGISTRATION = [
     "project_code",
     "permission_defaults",
 ]
+#: asked when the run needs the service; the first answer wins
+SERVICES = ["store"]
 LIFECYCLE = [
     "config",
     "chat_message",
@@ -48,8 +50,9 @@ LIFECYCLE = [
 ]
 #: kept for one release under their old name
 DEPRECATED = ["tool"]
-DOCUMENTED = REGISTRATION + LIFECYCLE + DEPRECATED
+DOCUMENTED = REGISTRATION + SERVICES + LIFECYCLE + DEPRECATED
 FIRSTRESULT = {
+    "store",
     "chat_command",
     "tool_execute",
     "permission_prompt",
@@ -66,6 +69,7 @@ ARGUMENTS = {
     "permission_defaults": ["agent", "config", "runtime"],
     "project_code": ["cwd", "worktree", "env"],
     "cli": ["app"],
+    "store": ["url", "runtime"],
     "config": ["config", "runtime"],
     "chat_message": ["message", "session", "runtime"],
     "chat_params": ["params", "session", "agent", "model", "runtime"],

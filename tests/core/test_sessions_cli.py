@@ -5,6 +5,7 @@ session at once, Ctrl-C)."""
 from __future__ import annotations
 
 import json
+import socket
 import os
 import signal
 import subprocess
@@ -156,7 +157,19 @@ def test_demo_script_runs_real_tools_stores_and_shows(hookcode_env, env):
 
     listed = cli(env, "sessions", "list", "--json", cwd=project)
     (item,) = json.loads(listed.stdout)
-    assert set(item) == {"id", "title", "parent_id", "agent", "model", "created", "updated", "cost"}
+    assert set(item) == {
+        "id",
+        "title",
+        "parent_id",
+        "agent",
+        "model",
+        "created",
+        "updated",
+        "cost",
+        "host",
+        "user",
+    }
+    assert item["host"] == socket.gethostname()
     assert item["title"] == "Fix it" and item["model"] == "scripted/demo"
 
     shown = cli(env, "sessions", "show", item["id"], "--json", cwd=project)

@@ -207,7 +207,7 @@ def _resumable(ctx: ToolContext, task_id: str) -> Any:
     record = runtime.store.get_session(task_id)
     if record is None:
         return None
-    if record.project != str(runtime.worktree):
+    if record.project != runtime.project:
         raise ToolError(
             f"Cannot resume task {task_id}: it belongs to another project ({record.project})"
         )

@@ -144,7 +144,7 @@ def _sessions(chat: ChatState, arguments: str) -> None:
         title = chat.session.title or ""
         chat.note(f"continuing session {chat.session.id}  {title}".rstrip())
         return
-    records = store.list_sessions(str(chat.runtime.worktree), conversations=True, limit=15)
+    records = store.list_sessions(chat.runtime.project, conversations=True, limit=15)
     if not records:
         chat.note("no sessions yet in this project")
         return
@@ -162,6 +162,7 @@ def _compact(chat: ChatState, arguments: str) -> None:
     import asyncio
 
     from hookcode.session import SessionLoop, load_messages
+    from hookcode.session.lease import SessionLease
 
     session = chat.session
     if session is None:
@@ -171,12 +172,9 @@ def _compact(chat: ChatState, arguments: str) -> None:
     loop = SessionLoop(runtime, model=chat.model, agent=chat.agent, session=session)
 
     async def main() -> bool:
-        runtime.store.lock_session(session.id)
-        try:
+        with SessionLease(runtime.store, session.id, stash=runtime.stash):
             loop.messages = load_messages(runtime.store, session.id)
             return await loop.compact(auto=False)
-        finally:
-            runtime.store.unlock_session(session.id)
 
     ok = asyncio.run(main())
     sys.stderr.write("compacted\n" if ok else f"compaction failed: {loop.result.error}\n")

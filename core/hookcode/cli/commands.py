@@ -311,12 +311,12 @@ def register(app: typer.Typer, state: CliState) -> None:
     def permissions_list(as_json: bool = typer.Option(False, "--json", help=JSON_HELP)) -> None:
         """List the remembered "always" approvals of this project."""
         rt = runtime()
-        rows = rt.store.approvals(project=str(rt.worktree), session_id=None)
-        sessions = [s.id for s in rt.store.list_sessions(str(rt.worktree))]
+        rows = rt.store.approvals(project=rt.project, session_id=None)
+        sessions = [s.id for s in rt.store.list_sessions(rt.project)]
         for session_id in sessions:
             rows += [
                 a
-                for a in rt.store.approvals(project=str(rt.worktree), session_id=session_id)
+                for a in rt.store.approvals(project=rt.project, session_id=session_id)
                 if a.session_id
             ]
         data = [
@@ -326,6 +326,7 @@ def register(app: typer.Typer, state: CliState) -> None:
                 "pattern": a.pattern,
                 "scope": "session" if a.session_id else "project",
                 "session_id": a.session_id,
+                "directory": a.directory,
             }
             for a in rows
         ]

@@ -33,7 +33,7 @@ def _pick_session(rt: Any, cont: bool, session_id: str | None) -> Any:
     if session_id:
         record = resolve_session(rt.store, session_id)
     elif cont:
-        record = rt.store.latest_session(str(rt.worktree))
+        record = rt.store.latest_session(rt.project)
         if record is None:
             raise HookcodeError(
                 f"no session to continue in {rt.worktree}: start one with `hookcode run MESSAGE`"

@@ -252,6 +252,7 @@ def load_config(
     error."""
     claims = Claims.parse(claimed or {})
     candidates, layers = _read_layers(cwd, worktree, env)
+    layers, warnings = _without_project_store(layers)
     untrusted: list[str] = []
     tightening: list[Tightening] = []
     if not trusted:
@@ -274,7 +275,6 @@ def load_config(
 
     sections, section_problems, unclaimed = check_sections(raw, claims, unloaded_plugins, installed)
     problems += section_problems
-    warnings: list[str] = []
     for path in unclaimed:
         owners = possible_owners(path, unloaded_plugins)
         if owners:
@@ -317,6 +317,26 @@ def load_config(
         untrusted=untrusted,
         tightening=tightening,
     )
+
+
+def _without_project_store(layers: list[Layer]) -> tuple[list[Layer], list[str]]:
+    """The layers without the ``store`` key of the project's own files, and a warning for
+    each file that set it: where your sessions and approvals live is yours to choose, never
+    a repository's (trusted or not: it could send them to its own database, or hand you
+    approvals it wrote)."""
+    kept: list[Layer] = []
+    warnings: list[str] = []
+    for layer in layers:
+        if layer.project and "store" in layer.data:
+            warnings.append(
+                f"config key 'store' in {layer.source} is ignored: a project's config cannot "
+                "choose where sessions and approvals are stored (set it in your own "
+                "config.toml, or HOOKCODE_STORE)"
+            )
+            data = {key: value for key, value in layer.data.items() if key != "store"}
+            layer = Layer(layer.source, data, project=True)
+        kept.append(layer)
+    return kept, warnings
 
 
 # ----------------------------------------------------------------------------- schema

@@ -172,6 +172,15 @@ class CoreConfig(_Strict):
         examples=["plan"],
         description="The agent ``hookcode run`` uses when none is named (default: ``build``).",
     )
+    store: str | None = Field(
+        default=None,
+        examples=["postgresql://hookcode@db.example.com/hookcode?sslmode=require"],
+        description="Where sessions, approvals and todos are kept: a store URL "
+        "(``postgresql://...`` with hookcode-store-postgres installed, or "
+        "``sqlite:///abs/path.db``); default: the SQLite file in the data directory. Only the "
+        "user's config counts: a project's config that sets it is ignored with a warning. "
+        "``HOOKCODE_STORE`` wins over it. ``config show`` masks its password.",
+    )
     edit_tools: Literal["auto", "edit", "apply_patch", "both"] = Field(
         default="auto",
         description="Which file-editing tools a model is offered (the ``model_tools`` hook of policy_rules applies it): ``auto`` follows the model rule (GPT-style models get the tools that take patches, apply_patch; others edit/write/multiedit), or force one family, or ``both``.",

@@ -127,6 +127,8 @@ class PermissionHost(Protocol):
     @property
     def worktree(self) -> Path: ...
     @property
+    def project(self) -> str: ...
+    @property
     def plugins(self) -> PluginsBase: ...
     @property
     def events(self) -> EventBus: ...
@@ -385,8 +387,9 @@ class PermissionService:
         session_id = request.session_id if scope == "session" else None
         for pattern in request.always:
             store.add_approval(
-                project=str(self.runtime.worktree),
+                project=self.runtime.project,
                 permission=request.permission,
                 pattern=pattern,
                 session_id=session_id,
+                directory=str(self.runtime.worktree),
             )

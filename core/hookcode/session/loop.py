@@ -56,6 +56,7 @@ from hookcode.providers import (
 from hookcode.session.context import DEFAULT_PROMPT, SessionContext
 from hookcode.session.context import INSTRUCTION_FILES as INSTRUCTION_FILES
 from hookcode.session.history import ABORTED, UserMessage, load_messages, title_of
+from hookcode.session.lease import SessionLease
 from hookcode.session.model_choice import NO_MODEL_HINT as NO_MODEL_HINT
 from hookcode.session.model_choice import resolve_model
 from hookcode.session.result import EventCallback, RunResult
@@ -139,6 +140,8 @@ class SessionLoop(SessionContext):
         self.abort = abort or AbortSignal()
         self.emit: EventCallback = on_event or (lambda _kind, _data: None)
         self.lock = lock
+        #: the session's lease while :meth:`run` runs (``lock``)
+        self.lease: SessionLease | None = None
         self.messages: list[SessionMessage] = []
         self.recent: list[tuple[str, str]] = []  # (tool, canonical input) since the user message
         self.result = RunResult(session_id=session.id if session else "")
@@ -166,10 +169,8 @@ class SessionLoop(SessionContext):
         result = self.result
         result.session_id = session.id
         self._refusals_from = len(rt.refusals)
-        locked = False
-        if self.lock:
-            self.store.lock_session(session.id)
-            locked = True
+        if self.lock:  # held (and renewed) while the session runs: see _loop
+            self.lease = SessionLease(self.store, session.id, stash=rt.stash).acquire()
         try:
             if resumed:
                 self._open()
@@ -198,8 +199,9 @@ class SessionLoop(SessionContext):
             try:
                 self._prune()
             finally:
-                if locked:
-                    self.store.unlock_session(session.id)
+                if self.lease is not None:
+                    self.lease.release()
+                    self.lease = None
         rt.events.publish("session.idle", session_id=session.id, finish=result.finish)
         return result
 
@@ -208,6 +210,10 @@ class SessionLoop(SessionContext):
         result = self.result
         step = 0
         while True:
+            if self.lease is not None and self.lease.lost is not None:
+                # another process runs the session now: write nothing more into it
+                result.error, result.finish = self.lease.lost, "error"
+                return
             if self.abort.is_set():
                 result.aborted = True
                 result.finish = "aborted"

@@ -12,13 +12,16 @@ found by :func:`url_passwords` (so that redaction knows it): the user informatio
 from __future__ import annotations
 
 import re
+from collections.abc import Mapping
 from pathlib import Path
 from urllib.parse import unquote
 
-__all__ = ["MASK", "mask_url", "sqlite_path", "url_passwords"]
+__all__ = ["MASK", "STORE_ENV", "mask_url", "sqlite_path", "store_url", "url_passwords"]
 
 #: what a password in a URL is shown as
 MASK = "***"
+#: the environment variable naming the store (wins over the config's ``store`` key)
+STORE_ENV = "HOOKCODE_STORE"
 
 _SCHEME = re.compile(r"^([A-Za-z][A-Za-z0-9+.-]*://)(.*)$", re.DOTALL)
 # a query parameter, or a keyword of a keyword/value string, named like a password
@@ -26,6 +29,14 @@ _QUERY_PASSWORD = re.compile(r"([?&;][A-Za-z_]*password=)([^&#]*)", re.IGNORECAS
 _KEYWORD_PASSWORD = re.compile(
     r"((?:^|\s)[A-Za-z_]*password\s*=\s*)('(?:[^'\\]|\\.)*'|\S*)", re.IGNORECASE
 )
+
+
+def store_url(env: Mapping[str, str], configured: str | None) -> str | None:
+    """The store URL in effect: ``HOOKCODE_STORE`` when set, else the config's ``store`` key
+    (the user's config only: :mod:`hookcode.config` drops a project's), else None (the SQLite
+    file in the data directory)."""
+    url = (env.get(STORE_ENV) or "").strip() or (configured or "").strip()
+    return url or None
 
 
 def _userinfo_end(rest: str) -> int:

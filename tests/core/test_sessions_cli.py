@@ -569,3 +569,47 @@ def test_sessions_list_json_orders_many_sessions(hookcode_env, env):
         store.close()
     listed = json.loads(cli(env, "sessions", "list", "--json", cwd=hookcode_env.project).stdout)
     assert len(listed) == 50 and listed[0]["title"] == "s49"
+
+
+def test_sessions_list_shows_this_hosts_sessions_unless_all_hosts(hookcode_env, env):
+    from dataclasses import replace
+
+    from hookcode.store import SessionExport
+
+    assert cli(env, "run", "-m", "scripted/echo", "here", cwd=hookcode_env.project).returncode == 0
+    (mine,) = json.loads(cli(env, "sessions", "list", "--json", cwd=hookcode_env.project).stdout)
+    store = SQLiteStore(Path(env["HOOKCODE_DATA_DIR"]) / "hookcode.db")
+    try:  # a session another machine made in the shared store
+        record = store.get_session(mine["id"])
+        assert record is not None
+        far = replace(record, id="ses_far", title="there", host="far-away", user="ann")
+        store.import_session(SessionExport(session=far))
+    finally:
+        store.close()
+    listed = json.loads(cli(env, "sessions", "list", "--json", cwd=hookcode_env.project).stdout)
+    assert [s["id"] for s in listed] == [mine["id"]]
+    every = json.loads(
+        cli(env, "sessions", "list", "--all-hosts", "--json", cwd=hookcode_env.project).stdout
+    )
+    assert {(s["title"], s["host"]) for s in every} == {
+        ("here", socket.gethostname()),
+        ("there", "far-away"),
+    }
+    assert next(s for s in every if s["host"] == "far-away")["user"] == "ann"
+    text = cli(env, "sessions", "list", "--all-hosts", cwd=hookcode_env.project).stdout
+    header, *rows = text.splitlines()
+    assert header.split()[:3] == ["ID", "UPDATED", "HOST"]
+    assert any("far-away" in row and "there" in row for row in rows)
+    assert "HOST" not in cli(env, "sessions", "list", cwd=hookcode_env.project).stdout
+    shown = json.loads(
+        cli(env, "sessions", "show", "ses_far", "--json", cwd=hookcode_env.project).stdout
+    )
+    assert (shown["session"]["host"], shown["session"]["user"]) == ("far-away", "ann")
+    exported = json.loads(
+        cli(env, "sessions", "export", "ses_far", cwd=hookcode_env.project).stdout
+    )
+    assert (exported["session"]["host"], exported["session"]["user"]) == ("far-away", "ann")
+    assert (
+        "on far-away by ann"
+        in cli(env, "sessions", "show", "ses_far", cwd=hookcode_env.project).stdout
+    )

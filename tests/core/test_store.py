@@ -266,6 +266,9 @@ def test_rekey_project_moves_sessions_and_approvals(store: SQLiteStore) -> None:
 
 
 def test_migration_4_keeps_older_approvals_and_locks(db_path: Path) -> None:
+    import getpass
+    import socket
+
     conn = sqlite3.connect(db_path.parent.mkdir(parents=True) or db_path)
     for number in range(3):
         conn.executescript(MIGRATIONS[number])
@@ -290,5 +293,6 @@ def test_migration_4_keeps_older_approvals_and_locks(db_path: Path) -> None:
         [record] = st.approval_records()
         assert (record.id, record.directory) == ("apr_1", "/w")
         session = st.get_session("ses_1")
-        assert session is not None and (session.host, session.user) == (None, None)
+        assert session is not None  # made on this machine: a SQLite store is one machine's
+        assert (session.host, session.user) == (socket.gethostname(), getpass.getuser())
         assert st.session_lock("ses_1") == (1, "other-host")  # held: within LEASE_TTL

@@ -108,8 +108,10 @@ def stop(directory: Path) -> None:
 
 def restart(directory: Path) -> None:
     """Restart the cluster in ``directory`` (fast: connections are cut), on the same port."""
+    # -l: a server logging to pg_ctl's stdout would hold the pipe _run reads open for good
     _run([*_as_server_user(), str(bin_dir() / "pg_ctl"), "-D", str(directory / "data"),
-          "-m", "fast", "-w", "restart"], stdin=subprocess.DEVNULL)  # fmt: skip
+          "-l", str(directory / "log"), "-m", "fast", "-w", "restart"],
+         stdin=subprocess.DEVNULL)  # fmt: skip
 
 
 def cluster_directory() -> Path:

@@ -191,6 +191,12 @@ def register(app: typer.Typer, state: CliState) -> None:
     def sessions_list(
         as_json: bool = typer.Option(False, "--json", help="Print JSON."),
         all_projects: bool = typer.Option(False, "--all", help="Sessions of every project."),
+        all_hosts: bool = typer.Option(
+            False,
+            "--all-hosts",
+            help="Sessions of every machine sharing the store (a HOST column; JSON: "
+            '"host", "user"), not only this one\'s.',
+        ),
         tool_calls: bool = typer.Option(
             False,
             "--tool-calls",
@@ -198,27 +204,38 @@ def register(app: typer.Typer, state: CliState) -> None:
             '"origin").',
         ),
     ) -> None:
-        """This project's sessions, most recent first (--all: every project's)."""
+        """This project's sessions made on this machine, most recent first (--all: every
+        project's; --all-hosts: every machine's)."""
+        import socket
+
         rt = runtime()
-        project = None if all_projects else str(rt.worktree)
+        project = None if all_projects else rt.project
+        host = None if all_hosts else socket.gethostname()
         redact = rt.secrets.redactor().redact  # titles stored before a secret was known
         if as_json:
-            rows = rt.store.sessions_json(project, conversations=not tool_calls)
+            rows = rt.store.sessions_json(project, conversations=not tool_calls, host=host)
             rows = [redact(row) for row in rows]
             sys.stdout.write("[\n  " + ",\n  ".join(rows) + "\n]\n" if rows else "[]\n")
             return
-        records = rt.store.list_sessions(project, conversations=not tool_calls)
+        records = rt.store.list_sessions(project, conversations=not tool_calls, host=host)
         if not records:
             typer.echo("No sessions yet. Start one with `hookcode run MESSAGE`.")
             return
         lines = []
+        width = max(len(r.host or "-") for r in records)
+        if all_hosts:
+            lines.append(
+                f"{'ID':<{len(records[0].id)}}  {'UPDATED':<16}  {'HOST':<{width}}  "
+                f"{'COST':<9} {'AGENT':<8} {'MODEL':<24} TITLE"
+            )
         for r in records:
             when = time.strftime("%Y-%m-%d %H:%M", time.localtime(r.updated))
             child = f"  (child of {r.parent_id})" if r.parent_id else ""
             extra = f"  [{r.origin}]" if r.origin else ""
             extra += f"  [{r.project}]" if all_projects else ""
+            where = f"{r.host or '-':<{width}}  " if all_hosts else ""
             lines.append(
-                f"{r.id}  {when}  ${r.cost:<8.4f} {r.agent:<8} {r.model or '-':<24} "
+                f"{r.id}  {when}  {where}${r.cost:<8.4f} {r.agent:<8} {r.model or '-':<24} "
                 f"{redact(r.title)}{child}{extra}"
             )
         sys.stdout.write("\n".join(lines) + "\n")
@@ -311,6 +328,8 @@ def _session_dict(record: Any) -> dict[str, Any]:
         {
             "project": record.project,
             "directory": record.directory,
+            "host": record.host,
+            "user": record.user,
             "tokens": {
                 "input": record.tokens_in,
                 "output": record.tokens_out,
@@ -374,6 +393,8 @@ def _render(data: dict[str, Any]) -> str:
         f"  agent {s['agent']} · model {s['model'] or '-'} · updated {when} · "
         f"tokens in {s['tokens']['input']:,} out {s['tokens']['output']:,} · cost ${s['cost']:.4f}",
     ]
+    if s.get("host") or s.get("user"):
+        lines.append(f"  on {s.get('host') or '?'} by {s.get('user') or '?'} · in {s['directory']}")
     if s.get("parent_id"):
         lines.append(f"  child of {s['parent_id']}")
     for message in data["messages"]:

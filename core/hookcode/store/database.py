@@ -217,7 +217,12 @@ class Database:
             for number in range(version, len(self._migrations)):
                 for statement in split_statements(self._migrations[number]):
                     conn.execute(statement)
+                self._migrated(conn, number + 1)
                 conn.execute(f"PRAGMA user_version = {number + 1}")
+
+    def _migrated(self, conn: sqlite3.Connection, version: int) -> None:
+        """After the script that brought the database to ``version``, in its transaction:
+        what SQL alone cannot do (a subclass's business; nothing here)."""
 
     def _read_version(self) -> int:
         try:

@@ -104,6 +104,15 @@ class SQLiteStore(MessageStore):
     def __init__(self, path: Path | str) -> None:
         super().__init__(path, MIGRATIONS)
 
+    def _migrated(self, conn: sqlite3.Connection, version: int) -> None:
+        if version == 4:
+            # the sessions stored before hosts were recorded were made here: a SQLite store is
+            # one machine's file (``sessions list`` shows this host's sessions)
+            conn.execute(
+                "UPDATE sessions SET host = ?, user = ? WHERE host IS NULL",
+                (socket.gethostname() or None, current_user()),
+            )
+
     @property
     def location(self) -> str:
         """The database file (``:memory:`` for an in-memory database)."""

@@ -178,9 +178,7 @@ class Runtime:
         in the data directory. Sessions and approvals stored under this worktree's path (before
         projects were identified by their root commit) move to :attr:`project` then."""
         if self._store is None:
-            from hookcode.store.urls import store_url
-
-            store = self._open_store(store_url(self.env, self.config.core.store))
+            store = self.open_store(self.store_url)
             try:
                 rekey = getattr(store, "rekey_project", None)
                 if rekey is not None and self.project != str(self.worktree):
@@ -191,7 +189,20 @@ class Runtime:
             self._store = store
         return self._store
 
-    def _open_store(self, url: str | None) -> Store:
+    @property
+    def store_url(self) -> str | None:
+        """The configured store URL (``HOOKCODE_STORE``, else the user's ``store`` key; it may
+        hold a password: show it with :func:`hookcode.store.urls.mask_url`), or None for the
+        SQLite file in the data directory."""
+        from hookcode.store.urls import store_url
+
+        return store_url(self.env, self.config.core.store)
+
+    def open_store(self, url: str | None) -> Store:
+        """Open the store ``url`` names: None is the SQLite file in the data directory,
+        ``sqlite:///abs/path.db`` that file, anything else what a plugin's ``store`` hook
+        returns for it (:class:`~hookcode.store.StoreError` when none does). The caller
+        closes it (:attr:`store` is the run's own)."""
         from hookcode.store import SQLiteStore, Store, StoreError
         from hookcode.store.urls import mask_url, sqlite_path, url_passwords
 

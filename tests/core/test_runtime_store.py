@@ -52,7 +52,11 @@ def test_a_project_config_cannot_choose_the_store(
 
 
 def test_a_url_no_plugin_takes_is_one_clear_error(hookcode_env: HookcodeEnv) -> None:
-    runtime = hookcode_env.runtime(HOOKCODE_STORE="postgresql://bob:Sup3rSecretPw@h/db")
+    # the workspace installs hookcode-store-postgres: blocked here, nothing takes the URL
+    runtime = hookcode_env.runtime(
+        HOOKCODE_STORE="postgresql://bob:Sup3rSecretPw@h/db",
+        HOOKCODE_BLOCK_PLUGINS="store_postgres",
+    )
     with pytest.raises(StoreError) as caught:
         _ = runtime.store
     assert str(caught.value) == (

@@ -63,10 +63,12 @@ def _print_outcome(
 
 def register(app: typer.Typer, state: CliState) -> None:
     from hookcode.cli.auth_commands import register as register_auth
+    from hookcode.cli.store_commands import register as register_store
     from hookcode.cli.trust_commands import register as register_trust
 
     register_auth(app, state)
     register_trust(app, state)
+    register_store(app, state)
 
     def runtime(**kwargs: Any) -> Any:
         try:

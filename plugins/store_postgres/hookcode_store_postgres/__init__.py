@@ -4,7 +4,7 @@ agents::
     store = "postgresql://bob:secret@db.example.com/hookcode?sslmode=verify-full"
 
 (in the user's config, or ``HOOKCODE_STORE``). The ``store`` hook answers ``postgresql://``
-and ``postgres://`` URLs with a :class:`~hookcode_store_postgres.store.PostgresStore`
+and ``postgres://`` URLs with a :class:`~hookcode_store_postgres.postgres_store.PostgresStore`
 (psycopg 3 and its pool are imported only then) and leaves every other URL to other plugins.
 """
 
@@ -15,9 +15,9 @@ from typing import TYPE_CHECKING, Any
 from hookcode import hookimpl
 
 if TYPE_CHECKING:
-    from hookcode_store_postgres.store import PostgresStore
+    from hookcode_store_postgres.postgres_store import PostgresStore
 
-__all__ = ["SCHEMES", "store"]
+__all__ = ["SCHEMES", "PostgresStore", "store"]
 
 #: the URL schemes this plugin answers (libpq's two spellings)
 SCHEMES = ("postgresql", "postgres")
@@ -29,6 +29,15 @@ def store(url: str, runtime: Any) -> PostgresStore | None:
     scheme, sep, _ = url.partition("://")
     if not sep or scheme.lower() not in SCHEMES:
         return None
-    from hookcode_store_postgres.store import PostgresStore
+    from hookcode_store_postgres.postgres_store import PostgresStore
 
     return PostgresStore(url)
+
+
+def __getattr__(name: str) -> Any:
+    """``PostgresStore``, imported (with psycopg) when first asked for."""
+    if name == "PostgresStore":
+        from hookcode_store_postgres.postgres_store import PostgresStore
+
+        return PostgresStore
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -1,5 +1,5 @@
 """One PostgreSQL database shared by threads, processes and machines: how
-:class:`~hookcode_store_postgres.store.PostgresStore` connects, migrates, runs its statements
+:class:`~hookcode_store_postgres.postgres_store.PostgresStore` connects, migrates, runs its statements
 and survives a server restart, apart from what it stores.
 
 **Connections.** A :class:`psycopg_pool.ConnectionPool` (autocommit connections, grown on
@@ -19,7 +19,7 @@ after that the block fails with a StoreError and nothing of it is committed.
 
 A retried write may already have been committed when the connection broke (the server
 committed, the acknowledgement was lost). Every write the store makes is idempotent on such a
-retry, except :meth:`~hookcode_store_postgres.store.PostgresStore.add_session_usage` (the
+retry, except :meth:`~hookcode_store_postgres.postgres_store.PostgresStore.add_session_usage` (the
 counters may count one message twice) and the counts that ``mark_interrupted`` and
 ``recover_session`` return (the second run finds nothing left to mark).
 
@@ -154,14 +154,15 @@ class Database:
         import psycopg
         from psycopg.conninfo import conninfo_to_dict
 
-        self._url = url
+        scheme, sep, rest = url.partition("://")
+        self._url = scheme.lower() + sep + rest  # libpq knows the scheme in lower case only
         self._secrets = sorted(url_passwords(url), key=len, reverse=True)
         #: where the data lives, for messages: the URL with its password masked
         self.location = mask_url(url)
         self._local = threading.local()
         self._closed = False
         try:
-            options = conninfo_to_dict(url)
+            options = conninfo_to_dict(self._url)
         except psycopg.Error as exc:
             raise StoreError(f"PostgreSQL store {self.location}: {self._text(exc)}") from None
         self._connect_options: dict[str, Any] = {"autocommit": True}

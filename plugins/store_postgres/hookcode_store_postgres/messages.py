@@ -1,7 +1,7 @@
 """The PostgreSQL store's record of a conversation: the messages of sessions, their parts in
 order, and the state of each tool call (``tool_parts``), with exactly the SQLite store's
 semantics (:mod:`hookcode.store.message_store`). Part of
-:class:`~hookcode_store_postgres.store.PostgresStore`."""
+:class:`~hookcode_store_postgres.postgres_store.PostgresStore`."""
 
 from __future__ import annotations
 

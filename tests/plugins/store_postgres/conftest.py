@@ -8,17 +8,13 @@ rows as another machine would leave them. ``private_cluster``: a cluster of this
 
 from __future__ import annotations
 
-import os
-import subprocess
-import sys
-import textwrap
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
 from hookcode.testing import missing
-from hookcode_store_postgres.store import PostgresStore
+from hookcode_store_postgres.postgres_store import PostgresStore
 
 
 @pytest.fixture
@@ -71,15 +67,3 @@ def private_cluster() -> Iterator[PrivateCluster]:
         yield cluster
     finally:
         cluster.stop()
-
-
-def run_python(code: str, *args: str, stdin: int | None = None) -> subprocess.Popen[str]:
-    """``python -c code args...`` in this environment (the store plugin installed)."""
-    return subprocess.Popen(
-        [sys.executable, "-c", textwrap.dedent(code), *args],
-        env={**os.environ},
-        stdin=stdin,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-    )

@@ -12,7 +12,7 @@ from typing import Any
 import pytest
 from hookcode.store import StoreError, ToolPartRecord
 from hookcode_store_postgres import database, schema
-from hookcode_store_postgres.store import PostgresStore
+from hookcode_store_postgres.postgres_store import PostgresStore
 
 PASSWORD = "s3cr@t/pw"  # percent-encoded in the URL
 ENCODED = "s3cr%40t%2Fpw"
@@ -23,11 +23,13 @@ def _with_user(url: str, user: str, password: str) -> str:
     return url.replace("postgres@", f"{user}:{password}@", 1)
 
 
-def _create_user(url: str, name: str = "bob") -> None:
+def _create_user(url: str) -> None:
+    """The role ``bob`` with :data:`PASSWORD` (the test cluster trusts loopback connections,
+    so the password only has to be in the URL, where it must never be shown from)."""
     import psycopg
 
     with psycopg.connect(url, autocommit=True) as conn:
-        conn.execute(f"CREATE ROLE {name} LOGIN SUPERUSER PASSWORD '{PASSWORD}'")
+        conn.execute("CREATE ROLE bob LOGIN SUPERUSER PASSWORD 's3cr@t/pw'")
 
 
 # -- the server restarting ---------------------------------------------------------------------
@@ -50,9 +52,7 @@ def test_writes_survive_a_server_restart(private_cluster: Any) -> None:
                 while after < 50:
                     i = len(written)
                     store.save_tool_part(
-                        ToolPartRecord(
-                            id=f"c{i}", session_id=session.id, tool="t", state="running"
-                        )
+                        ToolPartRecord(id=f"c{i}", session_id=session.id, tool="t", state="running")
                     )
                     store.update_session(session.id, tokens_in=i + 1)  # idempotent
                     written.append(i)
@@ -90,11 +90,13 @@ def test_a_transaction_is_retried_only_before_its_first_statement(private_cluste
         assert {s.id for s in store.list_sessions()} == {"ses_1", "ses_2", "ses_3"}
 
         # lost half-way: the caller owns the block, so it fails and nothing of it is written
-        with pytest.raises(StoreError, match="lost inside a transaction") as caught:  # noqa: PT012
-            with store.transaction():
-                store.create_session(project="p", directory="/d", id="ses_4")
-                private_cluster.restart()
-                store.create_session(project="p", directory="/d", id="ses_5")
+        with (
+            pytest.raises(StoreError, match="lost inside a transaction") as caught,
+            store.transaction(),
+        ):
+            store.create_session(project="p", directory="/d", id="ses_4")
+            private_cluster.restart()
+            store.create_session(project="p", directory="/d", id="ses_5")
         assert "\n" not in str(caught.value)
         assert {s.id for s in store.list_sessions()} == {"ses_1", "ses_2", "ses_3"}
     finally:

@@ -27,7 +27,7 @@ from hookcode.store import (
     ToolPartRecord,
 )
 from hookcode_store_postgres import schema
-from hookcode_store_postgres.store import PostgresStore
+from hookcode_store_postgres.postgres_store import PostgresStore
 
 
 def ids(records: list[Any]) -> list[str]:

@@ -26,16 +26,20 @@ def sqlite_url(path: Path) -> str:
 
 
 def open_store(url: str) -> Store:
-    """The store at ``url``."""
-    if url.startswith("sqlite:///"):
-        from hookcode.store import SQLiteStore
+    """The store at ``url``: core's SQLite store for a ``sqlite:///`` URL, else what the
+    PostgreSQL plugin's ``store`` hook returns for it (as a runtime asks it)."""
+    from hookcode.store import SQLiteStore
+    from hookcode.store.urls import sqlite_path
 
-        return SQLiteStore(Path(url.removeprefix("sqlite://")))
-    if url.startswith(("postgresql://", "postgres://")):
-        from hookcode_store_postgres.store import PostgresStore
+    path = sqlite_path(url)
+    if path is not None:
+        return SQLiteStore(path)
+    import hookcode_store_postgres
 
-        return PostgresStore(url)
-    raise ValueError(f"no store for {url!r} in the tests")
+    opened = hookcode_store_postgres.store(url=url, runtime=None)
+    if opened is None:
+        raise ValueError(f"no store for {url!r} in the tests")
+    return opened
 
 
 @dataclass

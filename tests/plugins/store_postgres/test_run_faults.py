@@ -16,7 +16,7 @@ from typing import Any
 import pytest
 from helpers import postgres
 from hookcode_store_postgres.database import RETRY_SECONDS
-from hookcode_store_postgres.store import PostgresStore
+from hookcode_store_postgres.postgres_store import PostgresStore
 
 STEPS = 6
 

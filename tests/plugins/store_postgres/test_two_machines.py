@@ -21,7 +21,7 @@ from helpers.machines import Machine, bash, two_machines, write_script
 from helpers.processes import wait_exit
 from helpers.terminal import in_pty
 from hookcode.store import LEASE_TTL
-from hookcode_store_postgres.store import PostgresStore
+from hookcode_store_postgres.postgres_store import PostgresStore
 
 
 @pytest.fixture
@@ -113,7 +113,7 @@ def _running_session(url: str, proc: subprocess.Popen[str], timeout: float = 60)
 #: polls the session's lease from machine b until it is free; prints how long that took
 LEASE_WAITER = """
 import sys, time
-from hookcode_store_postgres.store import PostgresStore
+from hookcode_store_postgres.postgres_store import PostgresStore
 
 store = PostgresStore(sys.argv[1])
 started = time.monotonic()

@@ -19,7 +19,7 @@ import pytest
 from helpers.hosts import on_host
 from helpers.processes import wait_exit
 from helpers.stores import TESTS_DIR, Backend
-from hookcode.store import SessionBusy, Store
+from hookcode.store import SessionBusy, Store, StoreError
 
 #: a process holding leases on one session as its commands on stdin say: ``lock TTL``,
 #: ``renew TTL``, ``unlock``; it answers each with one line
@@ -128,6 +128,12 @@ def test_session_locks(store: Store) -> None:
     store.unlock_session(s.id)
     assert store.session_lock(s.id) is None
     assert store.renew_session_lock(s.id) is False  # released: nothing to renew
+
+
+def test_locking_an_unknown_session_fails(store: Store) -> None:
+    with pytest.raises(StoreError):
+        store.lock_session("ses_missing")
+    assert store.session_lock("ses_missing") is None
 
 
 def test_an_expired_lease_is_taken_over_and_its_holder_loses_it(

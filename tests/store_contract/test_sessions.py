@@ -127,3 +127,28 @@ def test_session_usage_rolls_up(store: Store) -> None:
     ) == (0.75, 15, 2, 1, 4)
     with pytest.raises(ValueError):
         store.add_session_usage(s.id, bogus=1)
+
+
+def test_ties_in_updated_order_by_id_as_code_points(store: Store) -> None:
+    ids = lambda records: [r.id for r in records]  # noqa: E731
+    for id in ("ses_b", "ses_B", "ses_a", "ses_\u00e9"):
+        store.create_session(project="p", directory="/d", id=id)
+        store.update_session(id, updated=5.0)
+    # descending by id compared by code points, whatever the database's collation
+    assert ids(store.list_sessions("p")) == ["ses_\u00e9", "ses_b", "ses_a", "ses_B"]
+    assert ids(store.sessions_by_prefix("ses_")) == ["ses_B", "ses_a", "ses_b", "ses_\u00e9"]
+    assert ids(store.sessions_by_prefix("ses_b")) == ["ses_b"]
+    assert ids(store.sessions_by_prefix("ses_", limit=2)) == ["ses_B", "ses_a"]
+    assert store.sessions_by_prefix("zzz") == []
+
+
+def test_latest_session_skips_children_and_tool_calls(store: Store) -> None:
+    a = store.create_session(project="p", directory="/d")
+    store.create_session(project="p", directory="/d", parent_id=a.id)
+    store.create_session(project="p", directory="/d", origin="tools call")
+    latest = store.latest_session("p")
+    assert latest is not None and latest.id == a.id
+    assert store.latest_session("other") is None
+    assert [s.id for s in store.list_sessions("p", conversations=True)] == [
+        s.id for s in store.list_sessions("p") if s.origin is None
+    ]

@@ -55,6 +55,18 @@ def test_nested_writes_share_one_transaction(backend: Backend, store: Store) -> 
         other.close()
 
 
+def test_a_transaction_is_invisible_to_others_until_it_ends(backend: Backend, store: Store) -> None:
+    other = backend.open()
+    try:
+        with store.transaction():
+            store.create_session(project="p", directory="/d", id="ses_1")
+            assert [s.id for s in store.list_sessions()] == ["ses_1"]  # its own writes
+            assert other.list_sessions() == []
+        assert [s.id for s in other.list_sessions()] == ["ses_1"]
+    finally:
+        other.close()
+
+
 def test_threads_share_one_store(store: Store) -> None:
     sessions = [store.create_session(project="p", directory="/d") for _ in range(8)]
     errors: list[BaseException] = []

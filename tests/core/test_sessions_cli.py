@@ -5,9 +5,9 @@ session at once, Ctrl-C)."""
 from __future__ import annotations
 
 import json
-import socket
 import os
 import signal
+import socket
 import subprocess
 import sys
 import time

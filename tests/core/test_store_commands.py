@@ -178,3 +178,16 @@ def test_migrate_names_what_differs(
         hookcode_env, "store", "migrate", "--to", f"sqlite://{hookcode_env.data_dir}/hookcode.db"
     )
     assert same.returncode == 1 and "the source and the target are the same store" in same.stderr
+
+
+def test_config_show_masks_the_store_password(hookcode_env: HookcodeEnv) -> None:
+    url = "postgresql://bob:Sup3rSecretPw@db.example.com/hookcode?sslmode=require"
+    hookcode_env.write_config(f'store = "{url}"\n', where="global")
+    for args in (("config", "show"), ("config", "show", "--json")):
+        done = hookcode(hookcode_env, *args)
+        assert done.returncode == 0, done.stderr
+        assert "Sup3rSecretPw" not in done.stdout + done.stderr
+        assert "postgresql://bob:***@db.example.com/hookcode?sslmode=require" in done.stdout
+    # a store it cannot open is one line, still masked
+    done = hookcode(hookcode_env, "store", "check")
+    assert done.returncode == 1 and "Sup3rSecretPw" not in done.stdout + done.stderr

@@ -276,7 +276,7 @@ def register(app: typer.Typer, state: CliState) -> None:
         session_id = resolve(rt, session_id).id
         held = rt.store.session_lock(session_id)
         if held is not None:
-            raise fail(f"session {session_id} is busy (pid {held[0]}); not deleted")
+            raise fail(f"session {session_id} is busy (pid {held[0]} on {held[1]}); not deleted")
         rt.store.delete_session(session_id)
         typer.echo(f"deleted {session_id}")
 

@@ -15,11 +15,15 @@ may provide another (``hookcode-store-postgres``). The SQLite store's parts, by 
 - :mod:`hookcode.store.urls`: store URLs (``sqlite:///path``) and masking their passwords.
 
 Import the names from here (``from hookcode.store import Store``); the submodules import each
-other directly, never this package.
+other directly, never this package. Another store (a plugin's) builds on the same helpers:
+:func:`dumps` and :func:`storable` (JSON and text as stores keep them), :func:`current_user`,
+:func:`pid_alive` (is a lease's holder on this host alive), :func:`parents_first` (the order of
+``session_ids``), :func:`mask_url` and :func:`url_passwords` (never show a password).
 """
 
 from __future__ import annotations
 
+from hookcode.store.database import dumps, storable
 from hookcode.store.protocol import Store
 from hookcode.store.records import (
     LEASE_TTL,
@@ -29,9 +33,11 @@ from hookcode.store.records import (
     SessionRecord,
     StoreError,
     ToolPartRecord,
+    current_user,
 )
 from hookcode.store.schema import MIGRATIONS
-from hookcode.store.store import SQLiteStore
+from hookcode.store.store import SQLiteStore, parents_first, pid_alive
+from hookcode.store.urls import mask_url, url_passwords
 
 __all__ = [
     "LEASE_TTL",
@@ -44,4 +50,11 @@ __all__ = [
     "Store",
     "StoreError",
     "ToolPartRecord",
+    "current_user",
+    "dumps",
+    "mask_url",
+    "parents_first",
+    "pid_alive",
+    "storable",
+    "url_passwords",
 ]

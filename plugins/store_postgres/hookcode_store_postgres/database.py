@@ -46,9 +46,8 @@ from contextlib import contextmanager, suppress
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Generic, LiteralString, Self, TypeVar, cast
 
-from hookcode.store.database import storable as utf8_storable
-from hookcode.store.records import StoreError
-from hookcode.store.urls import mask_url, url_passwords
+from hookcode.store import StoreError, mask_url, url_passwords
+from hookcode.store import storable as utf8_storable
 
 if TYPE_CHECKING:
     import psycopg
@@ -68,6 +67,8 @@ RETRY_SECONDS = 10.0
 #: the first pause between two attempts, doubled after each one up to :data:`_MAX_DELAY` (s)
 _FIRST_DELAY = 0.05
 _MAX_DELAY = 1.0
+#: how long one attempt waits for a pooled connection before making one of its own (s)
+_POOL_WAIT = 1.0
 #: libpq's ``connect_timeout`` when the URL sets none (libpq's own default waits forever) (s)
 CONNECT_TIMEOUT = 10
 #: connections one process's pool may hold; it opens them only as threads need them
@@ -97,7 +98,7 @@ logging.getLogger("psycopg.pool").addHandler(logging.NullHandler())
 
 def storable(value: Any) -> Any:
     """Text as PostgreSQL can hold it: a lone surrogate (as for SQLite, see
-    :func:`hookcode.store.database.storable`) and a NUL character, which no PostgreSQL text
+    :func:`hookcode.store.storable`) and a NUL character, which no PostgreSQL text
     holds, become ``?``; anything else is returned as it is."""
     if type(value) is str:
         value = utf8_storable(value)
@@ -161,6 +162,8 @@ class Database:
         self.location = mask_url(url)
         self._local = threading.local()
         self._closed = False
+        #: connections made outside the pool (see :meth:`_attempt`), closed after their use
+        self._own: set[psycopg.Connection] = set()
         try:
             options = conninfo_to_dict(self._url)
         except psycopg.Error as exc:
@@ -234,16 +237,6 @@ class Database:
             time.sleep(min(delay, remaining))
             delay = min(delay * 2, _MAX_DELAY)
 
-    def _probe(self) -> BaseException | None:
-        """Why a new connection cannot be made now (None: it can)."""
-        import psycopg
-
-        try:
-            psycopg.connect(self._url, **self._connect_options).close()
-        except psycopg.Error as exc:
-            return exc
-        return None
-
     # -- running statements --------------------------------------------------------------------
 
     def run(self, work: Callable[[psycopg.Connection], T], *, atomic: bool = False) -> T:
@@ -255,48 +248,79 @@ class Database:
         psycopg errors become :class:`StoreError`, anything else ``work`` raises passes.
         """
         pinned: _Pinned | None = getattr(self._local, "pinned", None)
-        if pinned is not None:
+        if pinned is not None and (pinned.conn is not None or pinned.failed is not None):
             return self._in_transaction(pinned, work)
-        import psycopg
-
         self._check_open()
         deadline = time.monotonic() + RETRY_SECONDS
         delay = _FIRST_DELAY
         while True:
-            cause = self._attempt(work, atomic, deadline)
-            if not isinstance(cause, BaseException):
-                return cause.value
+            outcome = self._attempt(work, deadline, atomic=atomic, pinned=pinned)
+            if isinstance(outcome, _Done):
+                return outcome.value
             remaining = deadline - time.monotonic()
             if remaining <= 0:
-                raise self._unreachable(cause) from None
+                raise self._unreachable(outcome) from None
             time.sleep(min(delay, remaining))
             delay = min(delay * 2, _MAX_DELAY)
             self._check_open()
-            if isinstance(cause, psycopg.OperationalError):
-                self._pool.check()  # the other idle connections died with this one
+            self._pool.check()  # the other idle connections likely died with this one
 
     def _attempt(
-        self, work: Callable[[psycopg.Connection], T], atomic: bool, deadline: float
+        self,
+        work: Callable[[psycopg.Connection], T],
+        deadline: float,
+        *,
+        atomic: bool,
+        pinned: _Pinned | None,
     ) -> _Done[T] | BaseException:
-        """One attempt of :meth:`run`: its result, or the transient failure to retry."""
+        """One attempt of :meth:`run`: its result, or the transient failure to retry.
+
+        With ``pinned`` (a :meth:`transaction` block none of whose statements ran yet) the
+        connection begins the block's transaction and stays pinned to it after ``work``,
+        unless the connection was lost (then nothing of the block ran: it is retried)."""
         import psycopg
 
         try:
-            conn = self._pool.getconn(timeout=max(deadline - time.monotonic(), 0.01))
-        except psycopg.OperationalError as exc:  # PoolTimeout: no connection could be made
-            if self._closed:
-                raise StoreError(f"PostgreSQL store {self.location}: the store is closed") from None
-            return self._probe() or exc
+            wait = min(max(deadline - time.monotonic(), 0.01), _POOL_WAIT)
+            conn = self._pool.getconn(timeout=wait)
+        except psycopg.OperationalError:  # PoolTimeout: the pool has none to give now
+            self._check_open()
+            # the pool's own reconnection backs off for seconds after the server is back
+            # (or its connections are all in use): a connection of this attempt's own
+            try:
+                conn = psycopg.connect(self._url, **self._connect_options)
+            except psycopg.Error as exc:
+                return exc
+            self._own.add(conn)
+        keep = False
         try:
+            if pinned is not None:
+                execute(conn, "BEGIN")
+                pinned.conn, keep = conn, True
+                return _Done(work(conn))
             if atomic:
                 with conn.transaction():
                     return _Done(work(conn))
             return _Done(work(conn))
         except psycopg.Error as exc:
-            if _transient(exc, conn):
-                return exc
-            raise self._error(exc) from None
+            if not _transient(exc, conn):
+                if pinned is not None:
+                    pinned.failed = exc  # the block's end rolls it back
+                raise self._error(exc) from None
+            if pinned is not None:
+                pinned.conn, keep = None, False
+                self._rollback(conn)
+            return exc
         finally:
+            if not keep:
+                self._give_back(conn)
+
+    def _give_back(self, conn: psycopg.Connection) -> None:
+        """Return a pooled connection to the pool; close one of an attempt's own."""
+        if conn in self._own:
+            self._own.discard(conn)
+            conn.close()
+        else:
             self._pool.putconn(conn)
 
     @contextmanager
@@ -327,6 +351,8 @@ class Database:
         self._end(pinned, commit=True)
 
     def _in_transaction(self, pinned: _Pinned, work: Callable[[psycopg.Connection], T]) -> T:
+        """``work`` on the connection a :meth:`transaction` block holds (after its first
+        statement): never retried, the block is the caller's."""
         import psycopg
 
         if pinned.failed is not None:
@@ -334,9 +360,8 @@ class Database:
                 f"PostgreSQL store {self.location}: the transaction failed earlier and will be "
                 f"rolled back: {self._text(pinned.failed)}"
             )
-        if pinned.conn is None:  # nothing of the block ran yet: a lost connection is retried
-            return self._first(pinned, work)
         conn = pinned.conn
+        assert conn is not None
         try:
             return work(conn)
         except psycopg.Error as exc:
@@ -347,43 +372,6 @@ class Database:
                     f"(rolled back, nothing of it written): {self._text(exc)}"
                 ) from None
             raise self._error(exc) from None
-
-    def _first(self, pinned: _Pinned, work: Callable[[psycopg.Connection], T]) -> T:
-        """The first statement of a :meth:`transaction` block: take a connection, ``BEGIN``,
-        run ``work`` and keep the connection pinned; retried while the connection is lost."""
-        import psycopg
-
-        deadline = time.monotonic() + RETRY_SECONDS
-        delay = _FIRST_DELAY
-        while True:
-            cause: BaseException
-            try:
-                conn = self._pool.getconn(timeout=max(deadline - time.monotonic(), 0.01))
-            except psycopg.OperationalError as exc:
-                cause = self._probe() or exc
-            else:
-                try:
-                    conn.execute("BEGIN")
-                    result = work(conn)
-                except psycopg.Error as exc:
-                    if not _transient(exc, conn):
-                        pinned.conn, pinned.failed = conn, exc  # rolled back at the block's end
-                        raise self._error(exc) from None
-                    self._rollback(conn)
-                    self._pool.putconn(conn)
-                    cause = exc
-                except BaseException:
-                    pinned.conn = conn  # the caller decides: its block's end commits or not
-                    raise
-                else:
-                    pinned.conn = conn
-                    return result
-            remaining = deadline - time.monotonic()
-            if remaining <= 0:
-                raise self._unreachable(cause) from None
-            time.sleep(min(delay, remaining))
-            delay = min(delay * 2, _MAX_DELAY)
-            self._pool.check()
 
     @staticmethod
     def _rollback(conn: psycopg.Connection) -> None:
@@ -414,7 +402,7 @@ class Database:
             else:
                 self._rollback(conn)
         finally:
-            self._pool.putconn(conn)
+            self._give_back(conn)
         if commit and pinned.failed is not None:
             raise StoreError(
                 f"PostgreSQL store {self.location}: the transaction was rolled back: a "

@@ -9,8 +9,7 @@ import json
 import time
 from typing import TYPE_CHECKING, Any
 
-from hookcode.store.database import dumps
-from hookcode.store.records import ToolPartRecord
+from hookcode.store import ToolPartRecord, dumps
 
 from hookcode_store_postgres.database import Database, execute
 

@@ -25,8 +25,7 @@ from dataclasses import astuple, fields
 from typing import TYPE_CHECKING, Any
 
 from hookcode.ids import new_id
-from hookcode.store.database import dumps
-from hookcode.store.records import (
+from hookcode.store import (
     LEASE_TTL,
     ApprovalRecord,
     SessionBusy,
@@ -34,8 +33,10 @@ from hookcode.store.records import (
     SessionRecord,
     StoreError,
     current_user,
+    dumps,
+    parents_first,
+    pid_alive,
 )
-from hookcode.store.store import parents_first, pid_alive
 
 from hookcode_store_postgres import schema
 from hookcode_store_postgres.database import execute, storable
@@ -79,37 +80,6 @@ _APPROVAL_MEANING = (
 _COUNTED = ("sessions", "messages", "parts", "tool_parts", "approvals", "todos", "session_state")
 #: the server's clock as float epoch seconds
 _NOW = "extract(epoch FROM now())::double precision"
-
-
-def _float_json(column: str) -> str:
-    """SQL for ``column`` (double precision) as JSON text the way Python writes a float
-    (``0.0``, not PostgreSQL's ``0``)."""
-    return (
-        f"CASE WHEN {column} = trunc({column}) AND abs({column}) < 1e16 "
-        f"THEN to_json({column})::text || '.0' ELSE to_json({column})::text END"
-    )
-
-
-def _text_json(column: str) -> str:
-    return f"coalesce(to_json({column})::text, 'null')"
-
-
-#: ``sessions list --json``'s object, built by the server as SessionRecord.to_dict builds it
-#: (compact, in its key order; origin, host and user only when set)
-_SESSION_JSON = (
-    "'{\"id\":' || to_json(id)::text"
-    f" || ',\"title\":' || {_text_json('title')}"
-    f" || ',\"parent_id\":' || {_text_json('parent_id')}"
-    f" || ',\"agent\":' || {_text_json('agent')}"
-    f" || ',\"model\":' || {_text_json('model')}"
-    f" || ',\"created\":' || {_float_json('created')}"
-    f" || ',\"updated\":' || {_float_json('updated')}"
-    f" || ',\"cost\":' || {_float_json('cost')}"
-    " || coalesce(',\"origin\":' || to_json(origin)::text, '')"
-    " || coalesce(',\"host\":' || to_json(host)::text, '')"
-    " || coalesce(',\"user\":' || to_json(\"user\")::text, '')"
-    " || '}'"
-)
 
 
 class PostgresStore(MessageStore):
@@ -208,11 +178,12 @@ class PostgresStore(MessageStore):
     def sessions_json(
         self, project: str | None = None, *, conversations: bool = False, host: str | None = None
     ) -> list[str]:
-        """``sessions list --json`` objects as JSON texts, most recently updated first, built
-        by the server (fast for many sessions) as :meth:`SessionRecord.to_dict` builds them.
+        """``sessions list --json`` objects as JSON texts, most recently updated first, as
+        :meth:`SessionRecord.to_dict` builds them: built by the server when a session is
+        written (the ``listing`` column), so listing many sessions reads one column.
         ``conversations`` and ``host``: as in :meth:`list_sessions`."""
         where, params = _session_filter(project, host, conversations)
-        sql = f"SELECT {_SESSION_JSON} FROM sessions"
+        sql = "SELECT listing FROM sessions"
         if where:
             sql += " WHERE " + " AND ".join(where)
         sql += " ORDER BY updated DESC, id DESC"

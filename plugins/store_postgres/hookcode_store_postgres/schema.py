@@ -12,7 +12,8 @@ providers, and ``jsonb`` keeps neither), ``ON DELETE CASCADE`` from a session to
 Ids sort by code point (``COLLATE "C"``), as SQLite sorts them, whatever the database's locale;
 ``seq`` columns keep insertion order. Beyond SQLite's: sessions record ``host`` and ``user``,
 locks are leases (``expires``, by the server's clock), and a part row names its tool call
-(``call_id``) so messages join their tool parts without parsing JSON. Approvals record the
+(``call_id``) so messages join their tool parts without parsing JSON, and a session keeps
+its ``sessions list --json`` object (``listing``, written by a trigger). Approvals record the
 directory (worktree) they were given in.
 """
 
@@ -41,8 +42,36 @@ MIGRATIONS: list[str] = [
         tokens_cache_write  bigint NOT NULL DEFAULT 0,
         origin              text,
         host                text,
-        "user"              text
+        "user"              text,
+        listing             text NOT NULL DEFAULT ''
     );
+    -- sessions.listing: the session's ``sessions list --json`` object (SessionRecord.to_dict:
+    -- its key order, floats as Python writes them, origin/host/user only when set), kept by
+    -- a trigger on every write so that listing 100k sessions reads one column
+    CREATE FUNCTION hookcode_float_json(x double precision) RETURNS text
+        LANGUAGE sql STABLE AS $$
+        SELECT CASE WHEN x = trunc(x) AND abs(x) < 1e16 THEN x::text || '.0' ELSE x::text END
+    $$;
+    CREATE FUNCTION hookcode_session_listing() RETURNS trigger LANGUAGE plpgsql AS $$
+    BEGIN
+        NEW.listing := concat(
+            '{"id":', to_json(NEW.id),
+            ',"title":', coalesce(to_json(NEW.title), 'null'::json),
+            ',"parent_id":', coalesce(to_json(NEW.parent_id), 'null'::json),
+            ',"agent":', coalesce(to_json(NEW.agent), 'null'::json),
+            ',"model":', coalesce(to_json(NEW.model), 'null'::json),
+            ',"created":', hookcode_float_json(NEW.created),
+            ',"updated":', hookcode_float_json(NEW.updated),
+            ',"cost":', hookcode_float_json(NEW.cost),
+            ',"origin":' || to_json(NEW.origin)::text,
+            ',"host":' || to_json(NEW.host)::text,
+            ',"user":' || to_json(NEW."user")::text,
+            '}');
+        RETURN NEW;
+    END
+    $$;
+    CREATE TRIGGER sessions_listing BEFORE INSERT OR UPDATE ON sessions
+        FOR EACH ROW EXECUTE FUNCTION hookcode_session_listing();
     CREATE INDEX sessions_updated ON sessions (updated DESC, id DESC);
     CREATE INDEX sessions_project_updated ON sessions (project, updated DESC, id DESC);
     CREATE INDEX sessions_host_updated ON sessions (host, updated DESC, id DESC);

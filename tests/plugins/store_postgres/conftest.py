@@ -8,6 +8,7 @@ rows as another machine would leave them. ``private_cluster``: a cluster of this
 
 from __future__ import annotations
 
+import subprocess
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -46,6 +47,23 @@ class PrivateCluster:
         from helpers import postgres
 
         postgres.restart(self.directory)
+
+    def halt(self) -> None:
+        """Stop the server, keeping its data for :meth:`resume`."""
+        from helpers import postgres
+
+        postgres._run([*postgres._as_server_user(), str(postgres.bin_dir() / "pg_ctl"), "-D",
+                       str(self.directory / "data"), "-m", "fast", "-w", "stop"])  # fmt: skip
+
+    def resume(self) -> None:
+        """Start the halted server again (same port, same options as before)."""
+        from helpers import postgres
+
+        port = (self.directory / "port").read_text()
+        options = f"-p {port} -k {self.directory} {postgres._SERVER_OPTIONS}"
+        postgres._run([*postgres._as_server_user(), str(postgres.bin_dir() / "pg_ctl"), "-D",
+                       str(self.directory / "data"), "-l", str(self.directory / "log"), "-w",
+                       "-o", options, "start"], stdin=subprocess.DEVNULL)  # fmt: skip
 
     def stop(self) -> None:
         """Stop the server for good (its directory goes too)."""

@@ -79,6 +79,37 @@ def test_writes_survive_a_server_restart(private_cluster: Any) -> None:
         store.close()
 
 
+def test_a_write_waits_out_a_server_down_for_seconds(private_cluster: Any) -> None:
+    """Down for 5 s (longer than the pool's own first reconnection backoffs): a write made
+    meanwhile returns once the server is back, within the bound, and is stored."""
+    store = PostgresStore(private_cluster.url)
+    try:
+        session = store.create_session(project="p", directory="/d")
+        private_cluster.halt()
+        done: list[float] = []
+        errors: list[BaseException] = []
+
+        def write() -> None:
+            started = time.monotonic()
+            try:
+                store.update_session(session.id, title="written while down")
+            except BaseException as exc:
+                errors.append(exc)
+            done.append(time.monotonic() - started)
+
+        writer = threading.Thread(target=write)
+        writer.start()
+        time.sleep(5)  # the outage this test is about
+        assert not done  # still waiting for the server
+        private_cluster.resume()
+        writer.join(database.RETRY_SECONDS + 10)
+        assert errors == []
+        assert done and done[0] < database.RETRY_SECONDS
+        assert store.get_session(session.id).title == "written while down"  # type: ignore[union-attr]
+    finally:
+        store.close()
+
+
 def test_a_transaction_is_retried_only_before_its_first_statement(private_cluster: Any) -> None:
     store = PostgresStore(private_cluster.url)
     try:

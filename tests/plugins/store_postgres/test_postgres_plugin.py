@@ -140,3 +140,47 @@ def test_sqlite_and_postgres_stores_are_interchangeable(postgres_url: str, tmp_p
         for store in stores:
             store.close()
     assert os.path.exists(tmp_path / "a.db")
+
+
+def test_store_migrate_copies_a_sqlite_store_into_postgresql_and_check_reads_it(
+    hookcode_env: Any, postgres_url: str
+) -> None:
+    from hookcode.store import ToolPartRecord
+
+    with SQLiteStore(hookcode_env.data_dir / "hookcode.db") as lite:
+        ids = []
+        for n in range(4):
+            s = lite.create_session(
+                project="git:abc", directory="/w", title=f"s{n}", parent_id=ids[-1] if n else None
+            )
+            ids.append(s.id)
+            lite.save_message({"id": f"{s.id}_m", "session_id": s.id, "role": "user", "created": n})
+            lite.save_part(
+                {"id": f"{s.id}_p", "session_id": s.id, "message_id": f"{s.id}_m", "type": "text"}
+            )
+            lite.save_tool_part(
+                ToolPartRecord(id=f"{s.id}_c", session_id=s.id, tool="t", state="completed")
+            )
+            lite.set_todos(s.id, [{"content": "a"}])
+            lite.set_state(s.id, "k", {"n": n, "z": [1.5, "é"]})
+            lite.add_approval(project="git:abc", permission="edit", pattern="*", session_id=s.id)
+        lite.add_approval(project="git:abc", permission="bash", pattern="ls *", directory="/w")
+        expected = lite.counts()
+        exports = [lite.export_session(id) for id in ids]
+        approvals = lite.approval_records()
+    url = postgres_url.replace("postgres@", "postgres:Migrat3Pw@", 1)
+    env = hookcode_env.env
+    for copied in (4, 0):  # a second run finds everything there
+        done = _hookcode(env, "store", "migrate", "--to", url, cwd=hookcode_env.project)
+        assert done.returncode == 0, done.stderr
+        assert f"sessions: 4/4 ({copied} copied, {4 - copied} already there)" in done.stdout
+        assert "verified" in done.stdout
+        assert "Migrat3Pw" not in done.stdout + done.stderr
+    with PostgresStore(url) as store:
+        assert store.counts() == expected
+        assert [store.export_session(id) for id in ids] == exports
+        assert store.approval_records() == approvals
+    checked = _hookcode({**env, "HOOKCODE_STORE": url}, "store", "check", cwd=hookcode_env.project)
+    assert checked.returncode == 0, checked.stderr
+    assert url.replace("Migrat3Pw", "***") in checked.stdout
+    assert "Migrat3Pw" not in checked.stdout + checked.stderr

@@ -113,7 +113,9 @@ print(json.dumps(asyncio.run(main())))
 # ------------------------------------------------------------------------------ hookcode
 
 
-def build_runtime(root: Path) -> tuple[Any, Any]:
+def build_runtime(root: Path, store: str | None = None) -> tuple[Any, Any]:
+    """The benchmark's runtime in ``root``; ``store``: a store URL (``HOOKCODE_STORE``; none:
+    the SQLite file in the data directory). Returns it and the counting hook plugins."""
     from hookcode import hookimpl, tool
     from hookcode.plugins import create_plugins
     from hookcode.runtime import Runtime
@@ -169,6 +171,9 @@ def build_runtime(root: Path) -> tuple[Any, Any]:
         HOOKCODE_LOAD_PLUGINS="policy_rules",
         HOOKCODE_PERMISSION=json.dumps(table),
     )
+    if store is not None:  # and the plugin that provides it
+        env["HOOKCODE_STORE"] = store
+        env["HOOKCODE_LOAD_PLUGINS"] += ",store_postgres"
     hooks = [Hooks() for _ in range(HOOKS)]
     extra: dict[str, Any] = {"bench_tools": Tools(), "bench_wrapper": Wrapper()}
     extra.update({f"bench_hooks_{i}": h for i, h in enumerate(hooks)})

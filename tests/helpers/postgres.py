@@ -87,13 +87,27 @@ def start(directory: Path) -> str:
     _run([*prefix, str(binaries / "initdb"), "-D", str(data), "-U", "postgres", "-A", "trust",
           "-E", "UTF8", "--no-sync"])  # fmt: skip
     port = _free_port()
+    (directory / "port").write_text(str(port))
+    resume(directory)
+    return f"postgresql://postgres@127.0.0.1:{port}/postgres"
+
+
+def resume(directory: Path) -> None:
+    """Start the (stopped) cluster in ``directory`` on its port."""
+    port = int((directory / "port").read_text())
     _run(
-        [*prefix, str(binaries / "pg_ctl"), "-D", str(data), "-l", str(directory / "log"),
-         "-w", "-t", "60", "-o", f"-p {port} -k {directory} {_SERVER_OPTIONS}", "start"],
+        [*_as_server_user(), str(bin_dir() / "pg_ctl"), "-D", str(directory / "data"),
+         "-l", str(directory / "log"), "-w", "-t", "60",
+         "-o", f"-p {port} -k {directory} {_SERVER_OPTIONS}", "start"],
         stdin=subprocess.DEVNULL,
     )  # fmt: skip
-    (directory / "port").write_text(str(port))
-    return f"postgresql://postgres@127.0.0.1:{port}/postgres"
+
+
+def pause(directory: Path) -> None:
+    """Stop the cluster in ``directory`` (fast: connections are cut), keeping its data for
+    :func:`resume`."""
+    _run([*_as_server_user(), str(bin_dir() / "pg_ctl"), "-D", str(directory / "data"),
+          "-m", "fast", "-w", "stop"])  # fmt: skip
 
 
 def stop(directory: Path) -> None:

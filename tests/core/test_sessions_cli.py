@@ -247,7 +247,7 @@ def test_unknown_agent_model_and_bad_options(hookcode_env, env):
     model = cli(env, "run", "-m", "nope/x", "hi", cwd=project)
     assert model.returncode == 1 and "unknown model provider 'nope'" in model.stderr
     both = cli(env, "run", "-c", "--session", "x", "hi", cwd=project)
-    assert both.returncode == 2
+    assert both.returncode == 1 and "no session 'x'" in both.stderr
     fmt = cli(env, "run", "--format", "yaml", "hi", cwd=project)
     assert fmt.returncode == 2
     nothing = cli(env, "run", "-m", "scripted/echo", "-c", "hi", cwd=project)
@@ -306,6 +306,11 @@ def test_script_from_the_environment_and_continue_resumes_its_position(hookcode_
     ]
     sessions = json.loads(cli(env, "sessions", "list", "--json", cwd=project).stdout)
     assert [s["title"] for s in sessions] == ["b", "a"]
+    # -c with --session continues that session, not the latest ("b")
+    older = cli(env, "run", "-c", "--session", sessions[1]["id"], "e", cwd=project)
+    assert older.returncode == 0, older.stderr
+    again = json.loads(cli(env, "sessions", "list", "--json", cwd=project).stdout)
+    assert [s["title"] for s in again] == ["a", "b"]
 
 
 def test_provider_erroring_mid_stream_exits_1(hookcode_env, env, tmp_path):

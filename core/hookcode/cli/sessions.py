@@ -64,7 +64,11 @@ def register(app: typer.Typer, state: CliState) -> None:
         ),
         agent: str = typer.Option(None, "--agent", help="Agent to run (default: build)."),
         cont: bool = typer.Option(
-            False, "--continue", "-c", help="Continue this project's most recent session."
+            False,
+            "--continue",
+            "-c",
+            help="Continue this project's most recent session (with --session ID: that "
+            "session, from any machine sharing the store).",
         ),
         session_id: str = typer.Option(
             None,
@@ -101,8 +105,6 @@ def register(app: typer.Typer, state: CliState) -> None:
         """
         from hookcode.cli.running import run_cli
 
-        if cont and session_id:
-            raise typer.BadParameter("use --continue or --session, not both")
         fmt = Format.json if as_json else fmt
         json_out = fmt != Format.text
         if script:
@@ -146,7 +148,11 @@ def register(app: typer.Typer, state: CliState) -> None:
         model: str = typer.Option(None, "--model", "-m", help="provider/model."),
         agent: str = typer.Option(None, "--agent", help="Agent to talk to (default: build)."),
         cont: bool = typer.Option(
-            False, "--continue", "-c", help="Continue this project's most recent session."
+            False,
+            "--continue",
+            "-c",
+            help="Continue this project's most recent session (with --session ID: that "
+            "session, from any machine sharing the store).",
         ),
         session_id: str = typer.Option(
             None,

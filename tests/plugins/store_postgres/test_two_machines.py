@@ -58,7 +58,7 @@ def test_a_session_started_on_one_machine_continues_on_another(machines, postgre
         store.close()
 
     # machine b continues it, headless: nobody to ask, the remembered approval answers
-    done = b.run("run", "--session", session.id, "--non-interactive", "and now on b")
+    done = b.run("run", "-c", "--session", session.id, "--non-interactive", "and now on b")
     assert done.returncode == 0, done.stderr
     assert "made it on b" in done.stdout
     assert (b.project / "made-on-b.txt").exists()  # b's clone is the worktree

@@ -248,23 +248,6 @@ def test_session_ids_put_parents_first() -> None:
     assert parents_first([("x", "gone")]) == ["x"]  # a parent not listed: not waited for
 
 
-def test_rekey_project_moves_sessions_and_approvals(store: SQLiteStore) -> None:
-    s = store.create_session(project="/work/repo", directory="/work/repo")
-    kept = store.add_approval(
-        project="/work/repo", permission="bash", pattern="ls", directory="/work/repo"
-    )
-    store.add_approval(project="git:abc", permission="bash", pattern="ls", directory="/work/repo")
-    store.add_approval(project="/work/repo", permission="edit", pattern="*", session_id=s.id)
-    # the session and the session approval move; the duplicate project approval is kept once
-    assert store.rekey_project("/work/repo", "git:abc") == 2
-    assert store.get_session(s.id).project == "git:abc"  # type: ignore[union-attr]
-    assert store.approvals(project="/work/repo") == []
-    moved = store.approvals(project="git:abc", session_id=s.id)
-    assert [(r.permission, r.session_id) for r in moved] == [("bash", None), ("edit", s.id)]
-    assert kept.id not in {r.id for r in moved}  # the duplicate was kept once
-    assert store.rekey_project("/work/repo", "git:abc") == 0
-
-
 def test_migration_4_keeps_older_approvals_and_locks(db_path: Path) -> None:
     import getpass
     import socket

@@ -9,6 +9,7 @@ import re
 import socket
 import sqlite3
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 import hookcode.store.store as store_module
@@ -246,6 +247,42 @@ def test_session_ids_put_parents_first() -> None:
     rows = [("c", "b"), ("a", None), ("b", "a"), ("d", None), ("e", "c")]
     assert parents_first(rows) == ["a", "b", "c", "d", "e"]
     assert parents_first([("x", "gone")]) == ["x"]  # a parent not listed: not waited for
+
+
+def _plans(store: SQLiteStore, *calls: Callable[[], object]) -> list[list[str]]:
+    """The query plan of each statement the store runs for ``calls`` (as SQLite reports
+    ``EXPLAIN QUERY PLAN``: one detail line per step)."""
+    statements: list[str] = []
+    store._conn.set_trace_callback(statements.append)
+    try:
+        for call in calls:
+            call()
+    finally:
+        store._conn.set_trace_callback(None)
+    return [
+        [row[3] for row in store._conn.execute(f"EXPLAIN QUERY PLAN {sql}")] for sql in statements
+    ]
+
+
+def test_sessions_list_reads_this_projects_sessions_on_this_host_by_one_index(
+    store: SQLiteStore,
+) -> None:
+    """``sessions list``: the project and host filter and the order come from
+    sessions_project_host_updated, never a scan of every session or a sort."""
+    for project in ("p", "p", "q"):
+        store.create_session(project=project, directory="/d")
+    here = socket.gethostname()
+    listing = (
+        lambda: store.list_sessions("p", conversations=True, host=here),
+        lambda: store.sessions_json("p", conversations=True, host=here),
+    )
+    for plan in _plans(store, *listing):
+        assert plan == [
+            "SEARCH sessions USING INDEX sessions_project_host_updated (project=? AND host=?)"
+        ]
+    # --all-hosts: this project's sessions, by their own index
+    for plan in _plans(store, lambda: store.sessions_json("p", conversations=True)):
+        assert plan[0] == "SEARCH sessions USING INDEX sessions_project_updated (project=?)"
 
 
 def test_migration_4_keeps_older_approvals_and_locks(db_path: Path) -> None:

@@ -9,6 +9,7 @@ import re
 import socket
 import sqlite3
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 import hookcode.store.store as store_module
@@ -248,21 +249,40 @@ def test_session_ids_put_parents_first() -> None:
     assert parents_first([("x", "gone")]) == ["x"]  # a parent not listed: not waited for
 
 
-def test_rekey_project_moves_sessions_and_approvals(store: SQLiteStore) -> None:
-    s = store.create_session(project="/work/repo", directory="/work/repo")
-    kept = store.add_approval(
-        project="/work/repo", permission="bash", pattern="ls", directory="/work/repo"
+def _plans(store: SQLiteStore, *calls: Callable[[], object]) -> list[list[str]]:
+    """The query plan of each statement the store runs for ``calls`` (as SQLite reports
+    ``EXPLAIN QUERY PLAN``: one detail line per step)."""
+    statements: list[str] = []
+    store._conn.set_trace_callback(statements.append)
+    try:
+        for call in calls:
+            call()
+    finally:
+        store._conn.set_trace_callback(None)
+    return [
+        [row[3] for row in store._conn.execute(f"EXPLAIN QUERY PLAN {sql}")] for sql in statements
+    ]
+
+
+def test_sessions_list_reads_this_projects_sessions_on_this_host_by_one_index(
+    store: SQLiteStore,
+) -> None:
+    """``sessions list``: the project and host filter and the order come from
+    sessions_project_host_updated, never a scan of every session or a sort."""
+    for project in ("p", "p", "q"):
+        store.create_session(project=project, directory="/d")
+    here = socket.gethostname()
+    listing = (
+        lambda: store.list_sessions("p", conversations=True, host=here),
+        lambda: store.sessions_json("p", conversations=True, host=here),
     )
-    store.add_approval(project="git:abc", permission="bash", pattern="ls", directory="/work/repo")
-    store.add_approval(project="/work/repo", permission="edit", pattern="*", session_id=s.id)
-    # the session and the session approval move; the duplicate project approval is kept once
-    assert store.rekey_project("/work/repo", "git:abc") == 2
-    assert store.get_session(s.id).project == "git:abc"  # type: ignore[union-attr]
-    assert store.approvals(project="/work/repo") == []
-    moved = store.approvals(project="git:abc", session_id=s.id)
-    assert [(r.permission, r.session_id) for r in moved] == [("bash", None), ("edit", s.id)]
-    assert kept.id not in {r.id for r in moved}  # the duplicate was kept once
-    assert store.rekey_project("/work/repo", "git:abc") == 0
+    for plan in _plans(store, *listing):
+        assert plan == [
+            "SEARCH sessions USING INDEX sessions_project_host_updated (project=? AND host=?)"
+        ]
+    # --all-hosts: this project's sessions, by their own index
+    for plan in _plans(store, lambda: store.sessions_json("p", conversations=True)):
+        assert plan[0] == "SEARCH sessions USING INDEX sessions_project_updated (project=?)"
 
 
 def test_migration_4_keeps_older_approvals_and_locks(db_path: Path) -> None:

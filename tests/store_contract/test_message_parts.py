@@ -3,6 +3,7 @@ dead process left behind, recovered."""
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
 from hookcode.store import Store, ToolPartRecord
@@ -121,3 +122,50 @@ def test_text_round_trips_exactly(store: Store) -> None:
     assert message["parts"][0]["text"] == expected
     part = store.get_tool_part("c1")
     assert part is not None and part.output == expected
+
+
+def test_json_is_kept_exactly(store: Store) -> None:
+    """Key order and numbers as written: the history sent back to providers depends on it."""
+    s = store.create_session(project="p", directory="/d")
+    value = {"z": 1, "a": [1.0, 2, 1e-07, 12345678901234567890], "m": {"b": None, "a": "é"}}
+    store.save_tool_part(
+        ToolPartRecord(id="c", session_id=s.id, tool="t", state="running", input=value)
+    )
+    got = store.get_tool_part("c")
+    assert got is not None and json.dumps(got.input) == json.dumps(value)
+    _message(store, s.id, "msg_1", "assistant", zeta=1.5, alpha={"y": 2, "x": 1})
+    (message,) = store.messages(s.id)
+    assert list(message) == ["id", "session_id", "role", "created", "zeta", "alpha", "parts"]
+    assert list(message["alpha"]) == ["y", "x"]
+
+
+def test_a_lone_surrogate_is_made_storable_everywhere(store: Store) -> None:
+    """A lone surrogate (no UTF-8 database holds one) becomes ``?``, never failing the write:
+    in plain columns and in JSON, inside a transaction too."""
+    s = store.create_session(project="p", directory="/d", title="a\udcffb")
+    assert s.title == "a?b" and store.get_session(s.id) == s
+    part = ToolPartRecord(
+        id="c", session_id=s.id, tool="t", state="completed", input={"text": "x\udcffy"},
+        output="out\udcff",
+    )  # fmt: skip
+    store.save_tool_part(part)
+    got = store.get_tool_part("c")
+    assert got is not None and got.input == {"text": "x?y"} and got.output == "out?"
+    store.set_tool_raw("c", "raw\udcff")
+    _message(store, s.id, "msg_1", text="m\udcff")
+    store.save_part(
+        {"id": "p1", "session_id": s.id, "message_id": "msg_1", "type": "text", "text": "\udcff"}
+    )
+    store.set_state(s.id, "k\udcff", "v\udcff")
+    assert store.get_state(s.id, "k?") == "v?"
+    approval = store.add_approval(project="p", permission="bash", pattern="ls\udcff")
+    assert approval.pattern == "ls?" and store.approvals(project="p") == [approval]
+    with store.transaction():
+        store.save_tool_part(ToolPartRecord(id="c2", session_id=s.id, tool="t", state="x",
+                                            output="\udcff"))  # fmt: skip
+    c2 = store.get_tool_part("c2")
+    assert c2 is not None and c2.output == "?"
+    (message,) = store.messages(s.id)
+    assert message["text"] == "m?" and message["parts"][0]["text"] == "?"
+    exported = store.export_session(s.id)
+    assert exported is not None and exported.tool_parts[0]["raw"] == "raw?"

@@ -12,7 +12,7 @@ from dataclasses import replace
 from pathlib import Path
 
 import pytest
-from hookcode.store import SQLiteStore, Store, ToolPartRecord
+from hookcode.store import SQLiteStore, Store, StoreError, ToolPartRecord
 
 
 @pytest.fixture
@@ -186,3 +186,14 @@ def test_approvals_remember_their_directory_and_import_keeps_ids(store: Store) -
     moved = replace(a, id="apr_from_elsewhere", created=1.0)
     store.import_approval(moved)
     assert store.approval_records() == [moved, b]  # creation order
+
+
+def test_import_session_is_one_transaction(store: Store) -> None:
+    parent, _child = _fill(store)
+    data = store.export_session(parent)
+    assert data is not None
+    broken = replace(data, parts=[*data.parts, {**data.parts[0], "message_id": "msg_missing"}])
+    before = store.export_session(parent)
+    with pytest.raises(StoreError):
+        store.import_session(broken)
+    assert store.export_session(parent) == before  # nothing half-written

@@ -1,8 +1,11 @@
-"""Sessions: create, read, update, list, delete (with what hangs off them), usage roll-ups."""
+"""Sessions: create, read, update, list, delete (with what hangs off them), usage roll-ups,
+moving a project's sessions to a new project key."""
 
 from __future__ import annotations
 
+import json
 import time
+from typing import Protocol, runtime_checkable
 
 import pytest
 from helpers.stores import Backend
@@ -32,6 +35,8 @@ def test_session_crud(backend: Backend, store: Store) -> None:
 
     custom = store.create_session(project="proj", directory="/w", id="ses_custom")
     assert custom.id == "ses_custom"
+    with pytest.raises(StoreError):  # an id taken: refused
+        store.create_session(project="proj", directory="/w", id="ses_custom")
 
     store.close()
     reopened = backend.open()
@@ -125,6 +130,9 @@ def test_session_usage_rolls_up(store: Store) -> None:
         got.tokens_reasoning,
         got.tokens_cache_read,
     ) == (0.75, 15, 2, 1, 4)
+    store.add_session_usage(s.id, tokens_in=2**40)  # 64-bit counters
+    again = store.get_session(s.id)
+    assert again is not None and again.tokens_in == 15 + 2**40
     with pytest.raises(ValueError):
         store.add_session_usage(s.id, bogus=1)
 
@@ -152,3 +160,47 @@ def test_latest_session_skips_children_and_tool_calls(store: Store) -> None:
     assert [s.id for s in store.list_sessions("p", conversations=True)] == [
         s.id for s in store.list_sessions("p") if s.origin is None
     ]
+
+
+@runtime_checkable
+class Rekeys(Protocol):
+    """A store that moves a project's rows to a new key: optional in the protocol (the runtime
+    asks ``getattr(store, "rekey_project", None)``), and every store hookcode ships has it."""
+
+    def rekey_project(self, old: str, new: str) -> int: ...
+
+
+def test_rekey_project_moves_sessions_and_approvals(store: Store) -> None:
+    assert isinstance(store, Rekeys)
+    s = store.create_session(project="/work/repo", directory="/work/repo")
+    kept = store.add_approval(
+        project="/work/repo", permission="bash", pattern="ls", directory="/work/repo"
+    )
+    store.add_approval(project="git:abc", permission="bash", pattern="ls", directory="/work/repo")
+    store.add_approval(project="/work/repo", permission="edit", pattern="*", session_id=s.id)
+    # the session and the session approval move; the duplicate project approval is kept once
+    assert store.rekey_project("/work/repo", "git:abc") == 2
+    moved_session = store.get_session(s.id)
+    assert moved_session is not None and moved_session.project == "git:abc"
+    assert store.approvals(project="/work/repo") == []
+    moved = store.approvals(project="git:abc", session_id=s.id)
+    assert [(r.permission, r.session_id) for r in moved] == [("bash", None), ("edit", s.id)]
+    assert kept.id not in {r.id for r in moved}
+    assert store.rekey_project("/work/repo", "git:abc") == 0
+
+
+def test_sessions_json_is_to_dict(store: Store) -> None:
+    """``sessions list --json`` rows: :meth:`SessionRecord.to_dict`, key for key in its order,
+    text escaped as JSON (times to 15 significant digits: SQLite writes its REALs so)."""
+    a = store.create_session(project="p", directory="/d", title='quo"te \u00e9\n\x01')
+    b = store.create_session(project="p", directory="/d", parent_id=a.id, origin="tools call")
+    store.update_session(a.id, cost=1.0, model="m/x")
+    store.update_session(b.id, cost=0.000015)
+    rows = [json.loads(row) for row in store.sessions_json("p")]
+    records = [s.to_dict() for s in store.list_sessions("p")]
+    assert [list(row) for row in rows] == [list(record) for record in records]
+    for row, record in zip(rows, records, strict=True):
+        for key, value in record.items():
+            exact = key not in ("created", "updated")
+            assert row[key] == (value if exact else pytest.approx(value, abs=1e-5))
+    assert [json.loads(r)["id"] for r in store.sessions_json("p", conversations=True)] == [a.id]

@@ -20,6 +20,9 @@ def test_state_todos_and_cascades(store: Store) -> None:
     ]
     store.set_todos(s.id, [{"content": "only"}])
     assert [t["content"] for t in store.todos(s.id)] == ["only"]
+    store.set_todos(s.id, [])
+    assert store.todos(s.id) == []
+    store.set_todos(s.id, [{"content": "again"}])
     store.save_message({"id": "msg_1", "session_id": s.id, "role": "user", "created": 1.0})
     store.save_part({"id": "p1", "session_id": s.id, "message_id": "msg_1", "type": "text"})
     store.lock_session(s.id)

@@ -34,7 +34,7 @@ def test_close_is_idempotent_and_a_closed_store_refuses(backend: Backend) -> Non
     store.create_session(project="p", directory="/d")
     store.close()
     store.close()
-    with pytest.raises(StoreError):
+    with pytest.raises(StoreError, match="closed"):
         store.list_sessions()
 
 

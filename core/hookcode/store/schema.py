@@ -133,11 +133,14 @@ MIGRATIONS: list[str] = [
     # unless renewed; NULL: an older lock, expired LEASE_TTL after it was acquired); the
     # directory an approval was given in (another clone's project approvals apply only in a
     # trusted folder), unique per directory too. Approvals so far were keyed by the worktree's
-    # path: that path is the directory they were given in.
+    # path: that path is the directory they were given in. ``sessions list`` asks for this
+    # project's sessions on this host, newest first: one index answers it in order (``--all-hosts``
+    # takes sessions_project_updated; a (host, updated) index would be picked for both filters
+    # and read every row of a one-machine store).
     """
     ALTER TABLE sessions ADD COLUMN host TEXT;
     ALTER TABLE sessions ADD COLUMN user TEXT;
-    CREATE INDEX sessions_host_updated ON sessions(host, updated);
+    CREATE INDEX sessions_project_host_updated ON sessions(project, host, updated, id);
 
     ALTER TABLE session_locks ADD COLUMN expires REAL;
 

@@ -74,7 +74,9 @@ MIGRATIONS: list[str] = [
         FOR EACH ROW EXECUTE FUNCTION hookcode_session_listing();
     CREATE INDEX sessions_updated ON sessions (updated DESC, id DESC);
     CREATE INDEX sessions_project_updated ON sessions (project, updated DESC, id DESC);
-    CREATE INDEX sessions_host_updated ON sessions (host, updated DESC, id DESC);
+    -- sessions list: this project's sessions on this host, newest first, read in index order
+    CREATE INDEX sessions_project_host_updated
+        ON sessions (project, host, updated DESC, id DESC);
     CREATE INDEX sessions_parent ON sessions (parent_id, created, id);
 
     CREATE TABLE tool_parts (

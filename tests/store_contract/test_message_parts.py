@@ -158,6 +158,11 @@ def test_a_lone_surrogate_is_made_storable_everywhere(store: Store) -> None:
     )
     store.set_state(s.id, "k\udcff", "v\udcff")
     assert store.get_state(s.id, "k?") == "v?"
+    store.set_todos(s.id, [{"content": "todo\udcff"}])
+    assert store.todos(s.id)[0]["content"] == "todo?"
+    store.update_session(s.id, title="t\udcff")
+    renamed = store.get_session(s.id)
+    assert renamed is not None and renamed.title == "t?"
     approval = store.add_approval(project="p", permission="bash", pattern="ls\udcff")
     assert approval.pattern == "ls?" and store.approvals(project="p") == [approval]
     with store.transaction():

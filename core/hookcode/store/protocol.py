@@ -12,7 +12,7 @@ The contract every implementation keeps (``tests/store_contract`` checks it agai
   :meth:`Store.transaction`, whose writes commit together at its end (or not at all);
 - records come back as they were written: JSON values as JSON-compatible Python values, times as
   float epoch seconds, text exactly (a lone surrogate, which no UTF-8 database holds, is
-  stored as ``?``);
+  stored as ``?``; so is a NUL character in a column PostgreSQL keeps as text);
 - failures are :class:`~hookcode.store.records.StoreError` (one line naming the database and
   the cause, never a password); a session held by another live process is
   :class:`~hookcode.store.records.SessionBusy`;

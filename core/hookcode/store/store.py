@@ -196,8 +196,8 @@ class SQLiteStore(MessageStore):
         values = {"updated": time.time(), **fields}
         assignments = ", ".join(f"{name} = ?" for name in values)
         with self._write() as conn:
-            cursor = conn.execute(
-                f"UPDATE sessions SET {assignments} WHERE id = ?", (*values.values(), id)
+            cursor = execute(
+                conn, f"UPDATE sessions SET {assignments} WHERE id = ?", [*values.values(), id]
             )
             if cursor.rowcount == 0:
                 raise StoreError(f"{self.path}: no session {id!r}")
@@ -434,10 +434,10 @@ class SQLiteStore(MessageStore):
                     (
                         session_id,
                         i,
-                        str(t.get("id") or i + 1),
-                        str(t["content"]),
-                        str(t.get("status") or "pending"),
-                        str(t.get("priority") or "medium"),
+                        storable(str(t.get("id") or i + 1)),
+                        storable(str(t["content"])),
+                        storable(str(t.get("status") or "pending")),
+                        storable(str(t.get("priority") or "medium")),
                     )
                     for i, t in enumerate(todos)
                 ],

@@ -5,26 +5,30 @@ the commits without parents, as OpenCode identifies a project), so that a team's
 machine and at any path, share their project's sessions and approvals through a shared store.
 A folder that is not a git repository, or one without a commit yet, is identified by its path.
 
-The id is cached in the repository's git directory (``.git/hookcode-project``; the common
-directory of a linked worktree), so only the first run in a repository spawns ``git``.
+The id is cached in hookcode's data directory (``<data dir>/projects/``, one small file per
+git directory, named by a hash of its path and inode), so only the first run in a repository
+spawns ``git``, and hookcode writes nothing into the repository: a file there could be
+planted by whoever made the repository, and running the agent leaves the worktree as it was.
+A repository replaced by another at the same path has another inode, so another entry.
 
 A fork shares its root commit, and so its identity: a project approval remembered in another
 folder therefore applies only where the user trusts the folder (see
-:meth:`hookcode.runtime.Runtime.ruleset`); the cache file names an id, never grants anything.
+:meth:`hookcode.runtime.Runtime.ruleset`).
 """
 
 from __future__ import annotations
 
 import contextlib
+import hashlib
 import os
 import re
 import subprocess
 from pathlib import Path
 
-__all__ = ["CACHE_FILE", "git_dir", "project_id"]
+__all__ = ["CACHE_DIR", "cache_file", "git_dir", "project_id"]
 
-#: the file in the git directory that caches the id
-CACHE_FILE = "hookcode-project"
+#: the directory in the data directory that caches the ids
+CACHE_DIR = "projects"
 #: how long ``git rev-list`` may take (a huge repository's first run)
 GIT_TIMEOUT = 30.0
 
@@ -53,22 +57,43 @@ def git_dir(worktree: Path) -> Path | None:
     return (directory / common).resolve()
 
 
-def project_id(worktree: Path) -> str:
-    """``git:<first root commit>`` for the git repository at ``worktree``, else its path."""
+def cache_file(directory: Path, data_dir: Path) -> Path | None:
+    """Where the id of the git directory ``directory`` is cached in ``data_dir`` (None when
+    ``directory`` cannot be examined)."""
+    try:
+        info = directory.stat()
+    except OSError:
+        return None
+    key = f"{directory}\0{info.st_dev}\0{info.st_ino}".encode("utf-8", "surrogateescape")
+    return data_dir / CACHE_DIR / hashlib.sha256(key).hexdigest()[:32]
+
+
+def project_id(worktree: Path, data_dir: Path | None = None) -> str:
+    """``git:<first root commit>`` for the git repository at ``worktree``, else its path;
+    cached in ``data_dir`` when given."""
     directory = git_dir(worktree)
     if directory is None:
         return str(worktree)
-    cache = directory / CACHE_FILE
-    with contextlib.suppress(OSError, UnicodeDecodeError):
-        cached = cache.read_text(encoding="utf-8").strip()
-        if _ID.fullmatch(cached):
-            return cached
+    cache = None if data_dir is None else cache_file(directory, data_dir)
+    cached = None if cache is None else _read_cache(cache)
+    if cached is not None:
+        return cached
     roots = _root_commits(worktree)
     if not roots:
         return str(worktree)  # no commit yet (or no git): asked again next time
     found = f"git:{min(roots)}"
-    _write_cache(cache, found)
+    if cache is not None:
+        _write_cache(cache, found)
     return found
+
+
+def _read_cache(cache: Path) -> str | None:
+    """The id cached in ``cache``; None when there is none (or it is not an id)."""
+    try:
+        cached = cache.read_text(encoding="utf-8").strip()
+    except (OSError, UnicodeDecodeError):
+        return None
+    return cached if _ID.fullmatch(cached) else None
 
 
 def _root_commits(worktree: Path) -> list[str]:
@@ -93,10 +118,14 @@ def _root_commits(worktree: Path) -> list[str]:
 
 
 def _write_cache(cache: Path, value: str) -> None:
-    """Write the cache atomically; a git directory that cannot be written is left as it is
-    (git then runs again next time)."""
+    """Write the cache atomically (private, like everything in the data directory); a cache
+    that cannot be written is left out (git then runs again next time)."""
+    from hookcode.datadir import private_dir, private_file
+
     temporary = cache.with_name(f"{cache.name}.{os.getpid()}.tmp")
     try:
+        private_dir(cache.parent)
+        private_file(temporary)
         temporary.write_text(value + "\n", encoding="utf-8")
         os.replace(temporary, cache)
     except OSError:

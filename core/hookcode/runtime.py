@@ -253,7 +253,7 @@ class Runtime:
         if self._project is None:
             from hookcode.project import project_id
 
-            self._project = project_id(self.worktree)
+            self._project = project_id(self.worktree, self.data_dir)
         return self._project
 
     @property

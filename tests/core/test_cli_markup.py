@@ -68,7 +68,7 @@ def test_help_texts_keep_their_brackets(hookcode_env: HookcodeEnv) -> None:
     env = {**hookcode_env.env, "COLUMNS": "200"}
     proc = run_cli(["audit", "show", "--help"], env=env, cwd=hookcode_env.project)
     assert proc.returncode == 0, proc.stderr
-    assert "(default: [audit] path, else <data dir>/audit.jsonl)" in proc.stdout
+    assert "[audit] path, else <data dir>/audit.jsonl; the store's with [audit] to" in proc.stdout
 
 
 def test_tables_show_plugins_text_as_written(hookcode_env: HookcodeEnv) -> None:

@@ -1,14 +1,15 @@
 """Project identity (hookcode.project): the root commit, the same on every clone, cached in the
-git directory; and what a clone may take from another folder's approvals (issue 21)."""
+data directory; and what a clone may take from another folder's approvals (issue 21)."""
 
 from __future__ import annotations
 
+import shutil
 import subprocess
 from pathlib import Path
 
 import pytest
 from hookcode.permission import PermissionRequest, Ruleset
-from hookcode.project import CACHE_FILE, git_dir, project_id
+from hookcode.project import cache_file, git_dir, project_id
 from hookcode.testing import HookcodeEnv
 
 
@@ -43,33 +44,65 @@ def clone(origin: Path, where: Path) -> Path:
 
 
 def test_a_folder_without_git_or_commits_is_its_path(tmp_path: Path) -> None:
-    assert project_id(tmp_path) == str(tmp_path)
-    git(tmp_path, "init", "-q")
-    assert project_id(tmp_path) == str(tmp_path)  # no commit yet
-    assert not (tmp_path / ".git" / CACHE_FILE).exists()
+    data = tmp_path / "data"
+    folder = tmp_path / "folder"
+    folder.mkdir()
+    assert project_id(folder, data) == str(folder)
+    git(folder, "init", "-q")
+    assert project_id(folder, data) == str(folder)  # no commit yet
+    assert not (data / "projects").exists()  # nothing cached
 
 
 def test_clones_share_the_root_commit_and_the_id_is_cached(
     origin: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     root = git(origin, "rev-list", "--max-parents=0", "HEAD")
+    data = tmp_path / "data"
     one = clone(origin, tmp_path / "one")
     two = clone(origin, tmp_path / "elsewhere" / "two")
-    assert project_id(origin) == project_id(one) == project_id(two) == f"git:{root}"
-    assert (one / ".git" / CACHE_FILE).read_text().strip() == f"git:{root}"
+    before = sorted(p.relative_to(one) for p in one.rglob("*"))
+    ids = {project_id(origin, data), project_id(one, data), project_id(two, data)}
+    assert ids == {f"git:{root}"}
+    assert sorted(p.relative_to(one) for p in one.rglob("*")) == before  # nothing written there
+    cached = cache_file((one / ".git").resolve(), data)
+    assert cached is not None and cached.read_text().strip() == f"git:{root}"
+    assert (cached.stat().st_mode & 0o777, cached.parent.stat().st_mode & 0o777) == (0o600, 0o700)
     # cached: no git process runs again (none could: git is not on the PATH)
     monkeypatch.setenv("PATH", str(tmp_path / "no-bin"))
-    assert project_id(one) == f"git:{root}"
+    assert project_id(one, data) == f"git:{root}"
     # a cache that is not an id is not believed (git is asked; here it cannot be: the path)
-    (two / ".git" / CACHE_FILE).write_text("git:not-a-sha\n")
-    assert project_id(two) == str(two)
+    broken = cache_file((two / ".git").resolve(), data)
+    assert broken is not None
+    broken.write_text("git:not-a-sha\n")
+    assert project_id(two, data) == str(two)
+
+
+def test_a_repository_replaced_at_the_same_path_is_asked_again(
+    origin: Path, tmp_path: Path
+) -> None:
+    data = tmp_path / "data"
+    here = clone(origin, tmp_path / "here")
+    assert project_id(here, data).startswith("git:")
+    other = tmp_path / "other"
+    other.mkdir()
+    git(other, "init", "-q", "-b", "main")
+    (other / "x").write_text("x\n")
+    git(other, "add", "x")
+    git(other, "commit", "-q", "-m", "another history")
+    keep = tmp_path / "keep"  # the old .git stays alive, so the new one gets another inode
+    (here / ".git").rename(keep)
+    shutil.copytree(other / ".git", here / ".git")
+    root = git(other, "rev-list", "--max-parents=0", "HEAD")
+    assert project_id(here, data) == f"git:{root}"
 
 
 def test_a_linked_worktree_shares_the_cache(origin: Path, tmp_path: Path) -> None:
     linked = tmp_path / "linked"
     git(origin, "worktree", "add", "-q", str(linked))
     assert git_dir(linked) == (origin / ".git").resolve()
-    assert project_id(linked) == project_id(origin)
+    data = tmp_path / "data"
+    assert project_id(linked, data) == project_id(origin, data)
+    assert len(list((data / "projects").iterdir())) == 1  # one repository, one entry
 
 
 def _remember(runtime, permission: str, pattern: str) -> None:

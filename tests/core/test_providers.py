@@ -63,12 +63,14 @@ def test_the_wait_the_server_asks_for() -> None:
 # ---------------------------------------------------------------------------------------------
 
 IMPORT_SOON = """
-import sys, threading
+import builtins, sys, threading
 sys.path.insert(0, sys.argv[1])
 from hookcode.providers import import_soon
+builtins.GATE = threading.Event()  # first_mod's import waits for it: the thread is counted alive
 import_soon("first_mod", "no_such_module_anywhere", "second_mod")
 import_soon("first_mod")  # asked for already: no second thread
 workers = [t for t in threading.enumerate() if t.name == "hookcode-import"]
+builtins.GATE.set()
 for t in workers:
     t.join()
 import first_mod, second_mod
@@ -79,7 +81,8 @@ print(len(workers), first_mod.THREAD, second_mod.THREAD, first_mod.ORDER < secon
 def test_import_soon_imports_in_one_background_thread_in_order(tmp_path: Path) -> None:
     for name in ("first_mod", "second_mod"):
         (tmp_path / f"{name}.py").write_text(
-            "import threading, time\n"
+            "import builtins, threading, time\n"
+            "builtins.GATE.wait(60)\n"
             "THREAD = threading.current_thread().name\n"
             "ORDER = time.perf_counter_ns()\n"
         )

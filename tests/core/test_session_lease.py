@@ -13,7 +13,7 @@ import pytest
 from hookcode import ToolContext, hookimpl, tool
 from hookcode.session import run_session
 from hookcode.session.lease import LEASES, LeaseLost, SessionLease
-from hookcode.store import SessionBusy, SQLiteStore
+from hookcode.store import SessionBusy, SQLiteStore, StoreError
 from hookcode.testing import ScriptedModel, ToolCallSpec, Turn
 
 
@@ -119,3 +119,36 @@ def test_a_run_whose_lease_was_taken_over_stops_at_the_next_step(hookcode_env) -
     assert len(model.requests) == 1  # the second step never started
     assert rt.store.session_lock(result.session_id) == (4242, "other-host")
     assert LEASES not in rt.stash or not rt.stash[LEASES]
+
+
+def test_a_run_leases_its_session_for_the_seconds_the_operator_sets(hookcode_env) -> None:
+    """``HOOKCODE_LEASE_SECONDS`` sets a run's lease (a fleet wants quick takeovers); a value
+    that is not seconds from 1 to a day fails the run in one line naming the variable."""
+    seen: list[float] = []
+
+    @tool
+    async def look(ctx: ToolContext) -> str:
+        """Look at the lease."""
+        (lease,) = ctx.runtime.stash[LEASES].values()
+        seen.append(lease.ttl)
+        return "ok"
+
+    class Looker:
+        @hookimpl
+        def register_tools(self, register):
+            register(look)
+
+        @hookimpl
+        def provider(self):
+            return [model]
+
+    model = ScriptedModel([Turn(tool_calls=[ToolCallSpec("look", {})]), "done"], id="script")
+    hookcode_env.register(Looker(), "looker")
+    rt = hookcode_env.runtime(HOOKCODE_LOAD_PLUGINS="policy_rules", HOOKCODE_LEASE_SECONDS="4.5")
+    result = asyncio.run(run_session(rt, "go", model="script/test"))
+    assert result.finish != "error", result.error
+    assert seen == [4.5]
+    for bad in ("soon", "0", "nan", "90000"):
+        rt = hookcode_env.runtime(HOOKCODE_LOAD_PLUGINS="policy_rules", HOOKCODE_LEASE_SECONDS=bad)
+        with pytest.raises(StoreError, match=r"HOOKCODE_LEASE_SECONDS=.*expected seconds"):
+            asyncio.run(run_session(rt, "go", model="script/test"))

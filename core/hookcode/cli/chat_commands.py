@@ -162,7 +162,7 @@ def _compact(chat: ChatState, arguments: str) -> None:
     import asyncio
 
     from hookcode.session import SessionLoop, load_messages
-    from hookcode.session.lease import SessionLease
+    from hookcode.session.lease import SessionLease, lease_ttl
 
     session = chat.session
     if session is None:
@@ -172,7 +172,9 @@ def _compact(chat: ChatState, arguments: str) -> None:
     loop = SessionLoop(runtime, model=chat.model, agent=chat.agent, session=session)
 
     async def main() -> bool:
-        with SessionLease(runtime.store, session.id, stash=runtime.stash):
+        with SessionLease(
+            runtime.store, session.id, ttl=lease_ttl(runtime.env), stash=runtime.stash
+        ):
             loop.messages = load_messages(runtime.store, session.id)
             return await loop.compact(auto=False)
 

@@ -8,7 +8,9 @@ records why; the agent loop checks it at each step boundary and stops with that 
 of writing on as if it still ran the session. A renewal that fails (the database is briefly
 unreachable) is tried again at the next tick: the lease is only lost when the store says so.
 
-The leases a runtime holds are in ``runtime.stash[LEASES]`` by session id.
+The leases a runtime holds are in ``runtime.stash[LEASES]`` by session id. A run's lease
+lasts :data:`~hookcode.store.records.LEASE_TTL` seconds unless ``HOOKCODE_LEASE_SECONDS`` says
+otherwise (:func:`lease_ttl`).
 """
 
 from __future__ import annotations
@@ -16,17 +18,24 @@ from __future__ import annotations
 import contextlib
 import os
 import threading
+from collections.abc import Mapping
 from typing import TYPE_CHECKING
 
 from hookcode.errors import HookcodeError
 from hookcode.stash import StashKey
-from hookcode.store.records import LEASE_TTL, StoreError
+from hookcode.store.records import LEASE_TTL, LEASE_VARIABLE, StoreError, seconds_setting
 
 if TYPE_CHECKING:
     from hookcode.stash import Stash
     from hookcode.store import Store
 
-__all__ = ["LEASES", "LeaseLost", "SessionLease"]
+__all__ = ["LEASES", "LeaseLost", "SessionLease", "lease_ttl"]
+
+
+def lease_ttl(env: Mapping[str, str]) -> float:
+    """How long a run's lease lasts unrenewed: ``HOOKCODE_LEASE_SECONDS`` (1 s to a day), else
+    :data:`~hookcode.store.records.LEASE_TTL`; a bad value is a StoreError naming it."""
+    return seconds_setting(env, LEASE_VARIABLE, LEASE_TTL, low=1.0, high=86400.0)
 
 
 class LeaseLost(HookcodeError):

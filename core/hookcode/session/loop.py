@@ -56,7 +56,7 @@ from hookcode.providers import (
 from hookcode.session.context import DEFAULT_PROMPT, SessionContext
 from hookcode.session.context import INSTRUCTION_FILES as INSTRUCTION_FILES
 from hookcode.session.history import ABORTED, UserMessage, load_messages, title_of
-from hookcode.session.lease import SessionLease
+from hookcode.session.lease import SessionLease, lease_ttl
 from hookcode.session.model_choice import NO_MODEL_HINT as NO_MODEL_HINT
 from hookcode.session.model_choice import resolve_model
 from hookcode.session.result import EventCallback, RunResult
@@ -170,7 +170,9 @@ class SessionLoop(SessionContext):
         result.session_id = session.id
         self._refusals_from = len(rt.refusals)
         if self.lock:  # held (and renewed) while the session runs: see _loop
-            self.lease = SessionLease(self.store, session.id, stash=rt.stash).acquire()
+            self.lease = SessionLease(
+                self.store, session.id, ttl=lease_ttl(rt.env), stash=rt.stash
+            ).acquire()
         try:
             if resumed:
                 self._open()

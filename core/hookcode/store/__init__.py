@@ -31,6 +31,7 @@ from hookcode.store.database import dumps, storable
 from hookcode.store.protocol import Store
 from hookcode.store.records import (
     LEASE_TTL,
+    LEASE_VARIABLE,
     ApprovalRecord,
     SessionBusy,
     SessionExport,
@@ -38,6 +39,7 @@ from hookcode.store.records import (
     StoreError,
     ToolPartRecord,
     current_user,
+    seconds_setting,
 )
 from hookcode.store.schema import MIGRATIONS
 from hookcode.store.store import SQLiteStore, parents_first, pid_alive
@@ -45,6 +47,7 @@ from hookcode.store.urls import mask_url, url_passwords
 
 __all__ = [
     "LEASE_TTL",
+    "LEASE_VARIABLE",
     "MIGRATIONS",
     "ApprovalRecord",
     "SQLiteStore",
@@ -60,6 +63,7 @@ __all__ = [
     "mask_url",
     "parents_first",
     "pid_alive",
+    "seconds_setting",
     "storable",
     "url_passwords",
 ]

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import getpass
 import socket
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -13,6 +14,7 @@ from hookcode.errors import HookcodeError
 
 __all__ = [
     "LEASE_TTL",
+    "LEASE_VARIABLE",
     "ApprovalRecord",
     "SessionBusy",
     "SessionExport",
@@ -20,11 +22,32 @@ __all__ = [
     "StoreError",
     "ToolPartRecord",
     "current_user",
+    "seconds_setting",
 ]
 
 #: seconds a session lock (a lease) lasts unless renewed; a running session renews it every
 #: third of this, so a crashed owner's lease is taken over at most this long after it died
 LEASE_TTL = 30.0
+#: the variable that sets it for a run (an operator's choice: a fleet whose runs crash wants
+#: quick takeovers; a store over a slow network a longer lease)
+LEASE_VARIABLE = "HOOKCODE_LEASE_SECONDS"
+
+
+def seconds_setting(
+    env: Mapping[str, str], name: str, default: float, *, low: float, high: float
+) -> float:
+    """The seconds the environment variable ``name`` sets (``default`` when unset or empty);
+    anything but a number from ``low`` to ``high`` is a :class:`StoreError` naming it."""
+    text = env.get(name, "").strip()
+    if not text:
+        return default
+    try:
+        value = float(text)
+    except ValueError:
+        value = float("nan")
+    if not low <= value <= high:  # NaN fails too
+        raise StoreError(f"{name}={text!r}: expected seconds from {low:g} to {high:g}")
+    return value
 
 
 def current_user() -> str | None:

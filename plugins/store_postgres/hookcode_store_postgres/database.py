@@ -10,7 +10,8 @@ called inside join it (a nested block is the same transaction).
 
 **Faults.** A statement that fails because the connection was lost (the server restarted,
 the network dropped; or, inside PostgreSQL, a serialization failure or deadlock) is run
-again on a fresh connection, with a backoff, for at most :data:`RETRY_SECONDS`; then a
+again on a fresh connection, with a backoff, for at most :data:`RETRY_SECONDS` (or what
+``HOOKCODE_STORE_RETRY_SECONDS`` sets: a database failover may take longer); then a
 :class:`~hookcode.store.records.StoreError` says the store was unreachable for that long and
 why. What is retried is always a whole unit the store owns: one method, in its own
 transaction. Inside a :meth:`Database.transaction` block the caller owns the unit, so a lost
@@ -56,6 +57,7 @@ __all__ = [
     "CONNECT_TIMEOUT",
     "POOL_MAX_SIZE",
     "RETRY_SECONDS",
+    "RETRY_VARIABLE",
     "Database",
     "apply_migrations",
     "execute",
@@ -64,6 +66,8 @@ __all__ = [
 
 #: how long a lost connection is retried (with a doubling backoff) before a write fails (s)
 RETRY_SECONDS = 10.0
+#: the variable that sets another bound for a run
+RETRY_VARIABLE = "HOOKCODE_STORE_RETRY_SECONDS"
 #: the first pause between two attempts, doubled after each one up to :data:`_MAX_DELAY` (s)
 _FIRST_DELAY = 0.05
 _MAX_DELAY = 1.0
@@ -151,7 +155,9 @@ class Database:
     """The PostgreSQL database at ``url`` (a ``postgresql://`` or ``postgres://`` URL with any
     libpq options), brought to the schema ``migrations`` describe (component ``"store"``)."""
 
-    def __init__(self, url: str, migrations: Sequence[str]) -> None:
+    def __init__(
+        self, url: str, migrations: Sequence[str], *, retry_seconds: float = RETRY_SECONDS
+    ) -> None:
         import psycopg
         from psycopg.conninfo import conninfo_to_dict
 
@@ -160,6 +166,8 @@ class Database:
         self._secrets = sorted(url_passwords(url), key=len, reverse=True)
         #: where the data lives, for messages: the URL with its password masked
         self.location = mask_url(url)
+        #: how long a lost connection is retried before a write fails
+        self.retry_seconds = retry_seconds
         self._local = threading.local()
         self._closed = False
         #: connections made outside the pool (see :meth:`_attempt`), closed after their use
@@ -206,7 +214,7 @@ class Database:
     def _unreachable(self, cause: BaseException | None) -> StoreError:
         reason = self._text(cause) if cause is not None else "no connection"
         return StoreError(
-            f"PostgreSQL store {self.location} unreachable for {RETRY_SECONDS:g} s: {reason}"
+            f"PostgreSQL store {self.location} unreachable for {self.retry_seconds:g} s: {reason}"
         )
 
     def _check_open(self) -> None:
@@ -216,7 +224,7 @@ class Database:
     # -- connecting ----------------------------------------------------------------------------
 
     def _connect(self) -> psycopg.Connection:
-        """A connection of its own (not the pool's), retried within :data:`RETRY_SECONDS`
+        """A connection of its own (not the pool's), retried within :attr:`retry_seconds`
         while the server cannot be reached."""
         return self._retrying(self._connect_once)
 
@@ -236,9 +244,9 @@ class Database:
 
     def _retrying(self, attempt: Callable[[float], _Done[T] | BaseException]) -> T:
         """``attempt(deadline)`` until it succeeds, pausing between attempts (doubling from
-        :data:`_FIRST_DELAY` to :data:`_MAX_DELAY`); after :data:`RETRY_SECONDS`, a
+        :data:`_FIRST_DELAY` to :data:`_MAX_DELAY`); after :attr:`retry_seconds`, a
         StoreError saying the store was unreachable and the last failure."""
-        deadline = time.monotonic() + RETRY_SECONDS
+        deadline = time.monotonic() + self.retry_seconds
         delay = _FIRST_DELAY
         while True:
             outcome = attempt(deadline)
@@ -255,7 +263,7 @@ class Database:
     def run(self, work: Callable[[psycopg.Connection], T], *, atomic: bool = False) -> T:
         """``work(conn)``: in the calling thread's :meth:`transaction` if one is open, else on
         a pooled connection (in a transaction of its own when ``atomic``), retried on a fresh
-        connection while the connection is lost, for at most :data:`RETRY_SECONDS`.
+        connection while the connection is lost, for at most :attr:`retry_seconds`.
 
         ``work`` must be safe to run again after a lost connection (see the module's notes);
         psycopg errors become :class:`StoreError`, anything else ``work`` raises passes.

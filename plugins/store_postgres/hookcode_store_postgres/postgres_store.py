@@ -39,7 +39,7 @@ from hookcode.store import (
 )
 
 from hookcode_store_postgres import schema
-from hookcode_store_postgres.database import execute, storable
+from hookcode_store_postgres.database import RETRY_SECONDS, execute, storable
 from hookcode_store_postgres.messages import MessageStore
 
 if TYPE_CHECKING:
@@ -88,8 +88,8 @@ class PostgresStore(MessageStore):
     """The PostgreSQL store at ``url`` (``postgresql://user:password@host:port/db?options``,
     any libpq option passed through): a :class:`~hookcode.store.Store` for a team."""
 
-    def __init__(self, url: str) -> None:
-        super().__init__(url, schema.MIGRATIONS)
+    def __init__(self, url: str, *, retry_seconds: float = RETRY_SECONDS) -> None:
+        super().__init__(url, schema.MIGRATIONS, retry_seconds=retry_seconds)
         self._audit_log: PostgresAuditLog | None = None
 
     # -- sessions ------------------------------------------------------------------------------

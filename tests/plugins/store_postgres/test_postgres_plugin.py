@@ -10,6 +10,7 @@ import os
 import subprocess
 import sys
 from pathlib import Path
+from types import SimpleNamespace
 from typing import Any
 
 import hookcode_store_postgres
@@ -27,9 +28,10 @@ def test_the_hook_answers_postgres_urls_only(postgres_url: str) -> None:
     assert callable(hookcode_store_postgres.store)
     for url in ("sqlite:///tmp/x.db", "mysql://h/db", "memory://", "postgresql", "/tmp/x.db"):
         assert hookcode_store_postgres.store(url=url, runtime=None) is None
+    runtime = SimpleNamespace(env={})  # what the hook reads of the runtime: its environment
     for scheme in ("postgresql", "postgres", "PostgreSQL"):
         url = scheme + postgres_url.removeprefix("postgresql")
-        store = hookcode_store_postgres.store(url=url, runtime=None)
+        store = hookcode_store_postgres.store(url=url, runtime=runtime)
         assert isinstance(store, PostgresStore)
         store.create_session(project="p", directory="/d", id=f"ses_{scheme}")  # the pool's
         store.close()
@@ -108,13 +110,25 @@ def test_an_unreachable_store_fails_the_cli_in_one_line_without_the_password(
 ) -> None:
     url = private_cluster.url.replace("postgres@", "postgres:Hunter2Pw@", 1)
     private_cluster.stop()
-    env = {**hookcode_env.env, "HOOKCODE_STORE": url}
+    env = {**hookcode_env.env, "HOOKCODE_STORE": url, "HOOKCODE_STORE_RETRY_SECONDS": "1.5"}
     done = _hookcode(env, "sessions", "list", cwd=hookcode_env.project)
     assert done.returncode == 1
     assert "Hunter2Pw" not in done.stdout + done.stderr
     masked = url.replace("Hunter2Pw", "***")
-    assert f"PostgreSQL store {masked} unreachable for 10 s" in done.stderr
+    assert f"PostgreSQL store {masked} unreachable for 1.5 s" in done.stderr
     assert "Traceback" not in done.stderr
+
+
+@pytest.mark.parametrize("value", ["soon", "-1", "nan", "7200"])
+def test_a_bad_retry_bound_is_one_line_naming_the_variable(
+    hookcode_env: Any, postgres_url: str, value: str
+) -> None:
+    env = {**hookcode_env.env, "HOOKCODE_STORE": postgres_url}
+    env["HOOKCODE_STORE_RETRY_SECONDS"] = value
+    done = _hookcode(env, "sessions", "list", cwd=hookcode_env.project)
+    assert done.returncode == 1
+    (line,) = done.stderr.splitlines()
+    assert f"HOOKCODE_STORE_RETRY_SECONDS={value!r}: expected seconds from 0 to 3600" in line
 
 
 def test_sqlite_and_postgres_stores_are_interchangeable(postgres_url: str, tmp_path: Path) -> None:

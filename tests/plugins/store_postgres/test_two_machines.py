@@ -20,7 +20,6 @@ from helpers.hosts import on_host
 from helpers.machines import Machine, bash, two_machines, write_script
 from helpers.processes import wait_exit
 from helpers.terminal import in_pty
-from hookcode.store import LEASE_TTL
 from hookcode_store_postgres.postgres_store import PostgresStore
 
 
@@ -130,6 +129,8 @@ def test_one_session_on_two_machines_at_once_one_is_busy_and_a_killed_ones_lease
     machines: tuple[Machine, Machine, str], postgres_url: str
 ) -> None:
     a, b, _root = machines
+    ttl = 3.0  # a's lease: an operator's HOOKCODE_LEASE_SECONDS (default LEASE_TTL, 30 s)
+    a.env["HOOKCODE_LEASE_SECONDS"] = f"{ttl:g}"
     write_script(a, [bash("sleep 120"), {"text": "never"}])
     write_script(b, [bash("sleep 120"), {"text": "b took over"}])
     first = a.start("run", "-m", "scripted/x", "--yes", "a long one")
@@ -150,14 +151,14 @@ def test_one_session_on_two_machines_at_once_one_is_busy_and_a_killed_ones_lease
     waiter = subprocess.run(
         on_host(
             b.host,
-            [sys.executable, "-c", LEASE_WAITER, postgres_url, session_id, str(LEASE_TTL + 30)],
+            [sys.executable, "-c", LEASE_WAITER, postgres_url, session_id, str(ttl + 30)],
         ),
         capture_output=True,
         text=True,
-        timeout=LEASE_TTL + 60,
+        timeout=ttl + 60,
     )
     assert waiter.returncode == 0, waiter.stderr
-    assert float(waiter.stdout) <= LEASE_TTL + 5
+    assert float(waiter.stdout) <= ttl + 5
     done = b.run("run", "--session", session_id, "--yes", "take it over")
     assert done.returncode == 0, done.stderr
     assert "b took over" in done.stdout and "marked aborted" in done.stderr

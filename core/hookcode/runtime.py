@@ -199,52 +199,12 @@ class Runtime:
         return store_url(self.env, self.config.core.store)
 
     def open_store(self, url: str | None) -> Store:
-        """Open the store ``url`` names: None is the SQLite file in the data directory,
-        ``sqlite:///abs/path.db`` that file, anything else what a plugin's ``store`` hook
-        returns for it (:class:`~hookcode.store.StoreError` when none does). The caller
-        closes it (:attr:`store` is the run's own)."""
-        from hookcode.store import SQLiteStore, Store, StoreError
-        from hookcode.store.urls import mask_url, sqlite_path, url_passwords
+        """Open the store ``url`` names (:func:`hookcode.store.opening.open_store`: None is the
+        SQLite file in the data directory); the caller closes it (:attr:`store` is the run's
+        own)."""
+        from hookcode.store.opening import open_store
 
-        if url is None:
-            from hookcode.datadir import secure_data_dir
-
-            # the data directory is private (0700, files 0600), tightened if it is not yet
-            for problem in secure_data_dir(self.data_dir):
-                self.plugins.warn(problem)
-            return SQLiteStore(self.data_dir / "hookcode.db")
-        try:
-            path = sqlite_path(url)
-        except ValueError as exc:
-            raise StoreError(str(exc)) from None
-        if path is not None:
-            return SQLiteStore(path)
-
-        def masked(text: str) -> str:
-            for password in url_passwords(url):
-                text = text.replace(password, "***")
-            return text
-
-        for plugin, store, error in self.plugins.call_each_outcomes("store", url=url, runtime=self):
-            if isinstance(error, StoreError):
-                raise StoreError(masked(str(error))) from None
-            if error is not None:  # fail closed: never fall back to another store
-                raise StoreError(
-                    f"plugin {plugin!r} could not open the store {mask_url(url)!r}: "
-                    f"{type(error).__name__}: {masked(str(error))}"
-                ) from None
-            if store is None:
-                continue
-            if not isinstance(store, Store):
-                raise StoreError(
-                    f"plugin {plugin!r}: its store hook returned {type(store).__name__}, "
-                    "not a hookcode.store.Store"
-                )
-            return store
-        raise StoreError(
-            f"no installed plugin provides a store for {mask_url(url)!r} "
-            "(pip install hookcode-store-postgres)"
-        )
+        return open_store(url, data_dir=self.data_dir, plugins=self.plugins, runtime=self)
 
     @property
     def project(self) -> str:

@@ -12,6 +12,8 @@ may provide another (``hookcode-store-postgres``). The SQLite store's parts, by 
   mode for several processes, write transactions, checkpoints, applying migrations);
 - :mod:`hookcode.store.schema`: the tables and their migrations (:data:`MIGRATIONS`);
 - :mod:`hookcode.store.records`: the records it hands out and the errors it raises;
+- :mod:`hookcode.store.opening`: opening the store a URL names (the ``store`` hook, failing
+  closed);
 - :mod:`hookcode.store.urls`: store URLs (``sqlite:///path``) and masking their passwords;
 - :mod:`hookcode.store.audit_log`: the optional ``audit_log()`` a store may offer (the audit
   plugin's ``[audit] to = "store"``) and the hash that chains its lines; public as a module

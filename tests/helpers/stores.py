@@ -34,9 +34,13 @@ def open_store(url: str) -> Store:
     path = sqlite_path(url)
     if path is not None:
         return SQLiteStore(path)
+    from types import SimpleNamespace
+
     import hookcode_store_postgres
 
-    opened = hookcode_store_postgres.store(url=url, runtime=None)
+    # what the hook reads of a runtime: its environment (HOOKCODE_STORE_RETRY_SECONDS)
+    runtime = SimpleNamespace(env=dict(os.environ))
+    opened = hookcode_store_postgres.store(url=url, runtime=runtime)
     if opened is None:
         raise ValueError(f"no store for {url!r} in the tests")
     return opened

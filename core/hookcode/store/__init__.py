@@ -15,7 +15,9 @@ may provide another (``hookcode-store-postgres``). The SQLite store's parts, by 
 - :mod:`hookcode.store.urls`: store URLs (``sqlite:///path``) and masking their passwords;
 - :mod:`hookcode.store.audit_log`: the optional ``audit_log()`` a store may offer (the audit
   plugin's ``[audit] to = "store"``) and the hash that chains its lines; public as a module
-  (``from hookcode.store.audit_log import AuditLogStore, line_hash``).
+  (``from hookcode.store.audit_log import AuditLogStore, line_hash``);
+- :mod:`hookcode.store.queries`: the SQL and row shapes every SQL store shares, built for a
+  driver's placeholder (:class:`~hookcode.store.queries.Queries`); public as a module.
 
 Import the names from here (``from hookcode.store import Store``); the submodules import each
 other directly, never this package. Another store (a plugin's) builds on the same helpers:
@@ -26,7 +28,7 @@ other directly, never this package. Another store (a plugin's) builds on the sam
 
 from __future__ import annotations
 
-from hookcode.store import audit_log
+from hookcode.store import audit_log, queries
 from hookcode.store.database import dumps, storable
 from hookcode.store.protocol import Store
 from hookcode.store.records import (
@@ -63,6 +65,7 @@ __all__ = [
     "mask_url",
     "parents_first",
     "pid_alive",
+    "queries",
     "seconds_setting",
     "storable",
     "url_passwords",

@@ -18,7 +18,6 @@ Every write is its own transaction, committed before the method returns (see
 
 from __future__ import annotations
 
-import json
 import os
 import socket
 import sqlite3
@@ -35,14 +34,11 @@ from hookcode.store.message_store import MessageStore
 from hookcode.store.queries import (
     Queries,
     approval_key,
-    counted,
     exported_todo_rows,
-    first_session,
-    session_records,
     state_values,
-    todo_dicts,
     todo_rows,
 )
+from hookcode.store.reads import StoreReads
 from hookcode.store.records import (
     LEASE_TTL,
     ApprovalRecord,
@@ -89,9 +85,11 @@ _LISTING_JSON = (
 )
 
 
-class SQLiteStore(MessageStore):
+class SQLiteStore(MessageStore, StoreReads):
     """The SQLite store at ``path`` (created with its parent directories; ``":memory:"`` works):
     the embedded default :class:`~hookcode.store.protocol.Store`."""
+
+    _sql = _SQL
 
     def __init__(self, path: Path | str) -> None:
         super().__init__(path, MIGRATIONS)
@@ -142,34 +140,6 @@ class SQLiteStore(MessageStore):
         with self._write() as conn:
             conn.execute(_SQL.insert_session, astuple(record))
         return record
-
-    def get_session(self, id: str) -> SessionRecord | None:
-        return first_session(self._query(_SQL.get_session, (id,)))
-
-    def list_sessions(
-        self,
-        project: str | None = None,
-        *,
-        parent: bool | None = None,
-        limit: int | None = None,
-        conversations: bool = False,
-        host: str | None = None,
-    ) -> list[SessionRecord]:
-        """Sessions, most recently updated first.
-
-        ``project`` filters by project, ``host`` by the machine that created them;
-        ``parent=False`` keeps top-level sessions only, ``parent=True`` child sessions only;
-        ``conversations`` leaves out the sessions with an ``origin`` (``tools call``).
-        """
-        sql, params = _SQL.listing(
-            _SQL.session_fields,
-            project,
-            parent=parent,
-            limit=limit,
-            conversations=conversations,
-            host=host,
-        )
-        return session_records(self._query(sql, params))
 
     def update_session(self, id: str, /, **fields: Any) -> None:
         """Set ``fields`` (title, agent, model, cost, tokens_in, ...) and bump ``updated``."""
@@ -269,18 +239,6 @@ class SQLiteStore(MessageStore):
         sql, params = _SQL.listing(_LISTING_JSON, project, conversations=conversations, host=host)
         return [row[0] for row in self._query(sql, params)]
 
-    def latest_session(self, project: str, *, top_level: bool = True) -> SessionRecord | None:
-        """The project's most recently updated (top-level) conversation (``--continue``)."""
-        return first_session(self._query(*_SQL.latest_session(project, top_level=top_level)))
-
-    def sessions_by_prefix(self, prefix: str, *, limit: int = 10) -> list[SessionRecord]:
-        """The sessions whose id starts with ``prefix`` (case matters; at most ``limit``), in
-        id order."""
-        return session_records(self._query(*_SQL.sessions_by_prefix(prefix, limit)))
-
-    def children(self, id: str) -> list[SessionRecord]:
-        return session_records(self._query(_SQL.children, (id,)))
-
     # -- session leases ------------------------------------------------------------------------
 
     def lock_session(self, id: str, pid: int | None = None, *, ttl: float = LEASE_TTL) -> None:
@@ -345,10 +303,6 @@ class SQLiteStore(MessageStore):
 
     # -- per-session state (providers keep small values here) ----------------------------------
 
-    def get_state(self, session_id: str, key: str) -> Any:
-        rows = self._query(_SQL.get_state, (session_id, key))
-        return json.loads(rows[0][0]) if rows else None
-
     def set_state(self, session_id: str, key: str, value: Any) -> None:
         with self._write() as conn:
             execute(
@@ -369,15 +323,7 @@ class SQLiteStore(MessageStore):
             conn.execute(_SQL.delete_todos, (session_id,))
             conn.executemany(_SQL.insert_todo, rows)
 
-    def todos(self, session_id: str) -> list[dict[str, Any]]:
-        return todo_dicts(self._query(_SQL.todos, (session_id,)))
-
     # -- moving data between stores (``hookcode store migrate``) --------------------------------
-
-    def session_ids(self) -> list[str]:
-        """Every session's id, oldest first (by ``created``, then id), a parent always before
-        its children."""
-        return parents_first(self._query(_SQL.session_ids))
 
     def export_session(self, id: str) -> SessionExport | None:
         """Everything stored about one session (not its children), read in one snapshot."""
@@ -410,10 +356,6 @@ class SQLiteStore(MessageStore):
             for key, value in data.state.items():
                 execute(conn, _SQL.insert_state, [record.id, key, dumps(value)])
 
-    def approval_records(self) -> list[ApprovalRecord]:
-        """Every remembered approval of every project, in creation order."""
-        return [ApprovalRecord(*row) for row in self._query(_SQL.approval_records)]
-
     def import_approval(self, record: ApprovalRecord) -> None:
         """Store ``record`` as it is (its id and time); an approval here with its id or with its
         meaning (project, session, permission, pattern, directory) is replaced. Importing an
@@ -424,10 +366,6 @@ class SQLiteStore(MessageStore):
             if same is not None and tuple(same) == values:
                 return
             execute(conn, _INSERT_APPROVAL_OR_REPLACE, list(values))
-
-    def counts(self) -> dict[str, int]:
-        """How many rows each kind of data has (``store check``, ``store migrate``)."""
-        return counted(self._query(_SQL.counts)[0])
 
     # -- project identity ------------------------------------------------------------------------
 
@@ -458,24 +396,6 @@ def _lease_live(pid: int, host: str, acquired: float, expires: float | None, now
     if until <= now:
         return False
     return host != socket.gethostname() or pid_alive(pid)
-
-
-def parents_first(rows: list[tuple[Any, Any]]) -> list[str]:
-    """The ids of ``(id, parent_id)`` rows in their order, except that a parent listed after
-    its child moves before it (a session's clock may lag its parent's on another machine)."""
-    parent_of = {str(id): parent for id, parent in rows}
-    out: list[str] = []
-    done: set[str] = set()
-    for id, _parent in rows:
-        chain: list[str] = []
-        node: str | None = str(id)
-        while node is not None and node not in done and node in parent_of and node not in chain:
-            chain.append(node)
-            node = parent_of[node]
-        for item in reversed(chain):
-            done.add(item)
-            out.append(item)
-    return out
 
 
 def pid_alive(pid: int) -> bool:

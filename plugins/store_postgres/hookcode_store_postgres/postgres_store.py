@@ -17,10 +17,10 @@ transaction, committed before the method returns. Leases are timed by the server
 
 from __future__ import annotations
 
-import json
 import os
 import socket
 import time
+from collections.abc import Sequence
 from dataclasses import astuple
 from typing import TYPE_CHECKING, Any, LiteralString, cast
 
@@ -34,20 +34,18 @@ from hookcode.store import (
     StoreError,
     current_user,
     dumps,
-    parents_first,
     pid_alive,
 )
 from hookcode.store.queries import (
     Queries,
     approval_key,
-    counted,
     exported_todo_rows,
     first_session,
-    session_records,
     state_values,
     todo_dicts,
     todo_rows,
 )
+from hookcode.store.reads import StoreReads
 
 from hookcode_store_postgres import schema
 from hookcode_store_postgres.database import RETRY_SECONDS, execute, storable
@@ -70,13 +68,19 @@ _APPROVAL_MEANING = (
 _NOW = "extract(epoch FROM now())::double precision"
 
 
-class PostgresStore(MessageStore):
+class PostgresStore(MessageStore, StoreReads):
     """The PostgreSQL store at ``url`` (``postgresql://user:password@host:port/db?options``,
     any libpq option passed through): a :class:`~hookcode.store.Store` for a team."""
+
+    _sql = _SQL
 
     def __init__(self, url: str, *, retry_seconds: float = RETRY_SECONDS) -> None:
         super().__init__(url, schema.MIGRATIONS, retry_seconds=retry_seconds)
         self._audit_log: PostgresAuditLog | None = None
+
+    def _query(self, sql: str, params: Sequence[Any] = ()) -> list[tuple[Any, ...]]:
+        """The reads :class:`StoreReads` makes, as every read here (:meth:`query`)."""
+        return self.query(sql, params)
 
     # -- sessions ------------------------------------------------------------------------------
 
@@ -126,34 +130,6 @@ class PostgresStore(MessageStore):
         self.run(insert)
         return record
 
-    def get_session(self, id: str) -> SessionRecord | None:
-        return first_session(self.query(_SQL.get_session, [id]))
-
-    def list_sessions(
-        self,
-        project: str | None = None,
-        *,
-        parent: bool | None = None,
-        limit: int | None = None,
-        conversations: bool = False,
-        host: str | None = None,
-    ) -> list[SessionRecord]:
-        """Sessions, most recently updated first.
-
-        ``project`` filters by project, ``host`` by the machine that created them;
-        ``parent=False`` keeps top-level sessions only, ``parent=True`` child sessions only;
-        ``conversations`` leaves out the sessions with an ``origin`` (``tools call``).
-        """
-        sql, params = _SQL.listing(
-            _SQL.session_fields,
-            project,
-            parent=parent,
-            limit=limit,
-            conversations=conversations,
-            host=host,
-        )
-        return session_records(self.query(sql, params))
-
     def sessions_json(
         self, project: str | None = None, *, conversations: bool = False, host: str | None = None
     ) -> list[str]:
@@ -185,18 +161,6 @@ class PostgresStore(MessageStore):
         server commits, the message may be counted twice."""
         sql, params = _SQL.add_session_usage(id, cost, tokens, time.time())
         self.run(lambda conn: execute(conn, sql, params))
-
-    def latest_session(self, project: str, *, top_level: bool = True) -> SessionRecord | None:
-        """The project's most recently updated (top-level) conversation (``--continue``)."""
-        return first_session(self.query(*_SQL.latest_session(project, top_level=top_level)))
-
-    def sessions_by_prefix(self, prefix: str, *, limit: int = 10) -> list[SessionRecord]:
-        """The sessions whose id starts with ``prefix`` (case matters; at most ``limit``), in
-        id order."""
-        return session_records(self.query(*_SQL.sessions_by_prefix(prefix, limit)))
-
-    def children(self, id: str) -> list[SessionRecord]:
-        return session_records(self.query(_SQL.children, [id]))
 
     # -- approvals ("always" replies) ----------------------------------------------------------
 
@@ -344,10 +308,6 @@ class PostgresStore(MessageStore):
 
     # -- per-session state (providers keep small values here) ----------------------------------
 
-    def get_state(self, session_id: str, key: str) -> Any:
-        rows = self.query(_SQL.get_state, [session_id, key])
-        return json.loads(rows[0][0]) if rows else None
-
     def set_state(self, session_id: str, key: str, value: Any) -> None:
         values = [session_id, key, dumps(value)]
         self.run(
@@ -371,15 +331,7 @@ class PostgresStore(MessageStore):
 
         self.run(replace, atomic=True)
 
-    def todos(self, session_id: str) -> list[dict[str, Any]]:
-        return todo_dicts(self.query(_SQL.todos, [session_id]))
-
     # -- moving data between stores (``hookcode store migrate``) --------------------------------
-
-    def session_ids(self) -> list[str]:
-        """Every session's id, oldest first (by ``created``, then id), a parent always before
-        its children."""
-        return parents_first([(r[0], r[1]) for r in self.query(_SQL.session_ids)])
 
     def export_session(self, id: str) -> SessionExport | None:
         """Everything stored about one session (not its children), read in one snapshot
@@ -425,10 +377,6 @@ class PostgresStore(MessageStore):
 
         self.run(write, atomic=True)
 
-    def approval_records(self) -> list[ApprovalRecord]:
-        """Every remembered approval of every project, in creation order."""
-        return [ApprovalRecord(*row) for row in self.query(_SQL.approval_records)]
-
     def import_approval(self, record: ApprovalRecord) -> None:
         """Store ``record`` as it is (its id and time); an approval here with its id or with
         its meaning (project, session, permission, pattern, directory) is replaced. Importing
@@ -454,10 +402,6 @@ class PostgresStore(MessageStore):
             )
 
         self.run(write, atomic=True)
-
-    def counts(self) -> dict[str, int]:
-        """How many rows each kind of data has (``store check``, ``store migrate``)."""
-        return counted(self.query(_SQL.counts)[0])
 
     # -- project identity ------------------------------------------------------------------------
 

@@ -16,10 +16,13 @@ Public as a module (``from hookcode.store.queries import Queries``). Column name
 from __future__ import annotations
 
 import json
+import socket
+import time
 from dataclasses import fields
 from typing import Any
 
-from hookcode.store.records import ApprovalRecord, SessionRecord
+from hookcode.ids import new_id
+from hookcode.store.records import ApprovalRecord, SessionRecord, current_user
 
 __all__ = [
     "APPROVAL_COLUMNS",
@@ -32,6 +35,7 @@ __all__ = [
     "counted",
     "exported_todo_rows",
     "first_session",
+    "new_session",
     "session_records",
     "state_values",
     "todo_dicts",
@@ -224,6 +228,36 @@ class Queries:
             sets.append(f"{name} = {name} + {self.mark}")
             values.append(int(value))
         return f"UPDATE sessions SET {', '.join(sets)} WHERE id = {self.mark}", [*values, id]
+
+
+def new_session(
+    *,
+    project: str,
+    directory: str,
+    title: str,
+    agent: str,
+    model: str | None,
+    parent_id: str | None,
+    id: str | None,
+    origin: str | None,
+) -> SessionRecord:
+    """A new session's record (``create_session``): ``id`` or a new one, created and updated
+    now, by this host and user. The store passes its text as it can hold it."""
+    now = time.time()
+    return SessionRecord(
+        id=id or new_id("ses"),
+        project=project,
+        directory=directory,
+        title=title,
+        agent=agent,
+        model=model,
+        parent_id=parent_id,
+        created=now,
+        updated=now,
+        origin=origin,
+        host=socket.gethostname() or None,
+        user=current_user(),
+    )
 
 
 def session_records(rows: list[tuple[Any, ...]]) -> list[SessionRecord]:

@@ -89,6 +89,10 @@ class StoreReads:
         """Every remembered approval of every project, in creation order."""
         return [ApprovalRecord(*row) for row in self._query(self._sql.approval_records)]
 
+    def _rekeys(self, old: str, new: str) -> bool:
+        """Whether ``rekey_project(old, new)`` has anything to move (else it stays a read)."""
+        return old != new and bool(self._query(self._sql.project_used, [old, old])[0][0])
+
     def counts(self) -> dict[str, int]:
         """How many rows each kind of data has (``store check``, ``store migrate``)."""
         return counted(self._query(self._sql.counts)[0])

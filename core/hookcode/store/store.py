@@ -35,6 +35,7 @@ from hookcode.store.queries import (
     Queries,
     approval_key,
     exported_todo_rows,
+    new_session,
     state_values,
     todo_rows,
 )
@@ -122,20 +123,15 @@ class SQLiteStore(MessageStore, StoreReads):
         id: str | None = None,
         origin: str | None = None,
     ) -> SessionRecord:
-        now = time.time()
-        record = SessionRecord(
-            id=id or new_id("ses"),
+        record = new_session(
             project=project,
             directory=directory,
             title=storable(title),
             agent=agent,
             model=model,
             parent_id=parent_id,
-            created=now,
-            updated=now,
+            id=id,
             origin=origin,
-            host=socket.gethostname() or None,
-            user=current_user(),
         )
         with self._write() as conn:
             conn.execute(_SQL.insert_session, astuple(record))
@@ -374,9 +370,7 @@ class SQLiteStore(MessageStore, StoreReads):
         path, before projects were identified by their root commit) to ``new``; how many rows
         moved. A read when there is nothing to move. An approval already stored under ``new``
         with the same meaning is kept once."""
-        if old == new:
-            return 0
-        if not self._query(_SQL.project_used, (old, old))[0][0]:
+        if not self._rekeys(old, new):
             return 0
         with self._write() as conn:
             moved = conn.execute(_SQL.rekey_sessions, (new, old)).rowcount

@@ -32,7 +32,6 @@ from hookcode.store import (
     SessionExport,
     SessionRecord,
     StoreError,
-    current_user,
     dumps,
     pid_alive,
 )
@@ -41,6 +40,7 @@ from hookcode.store.queries import (
     approval_key,
     exported_todo_rows,
     first_session,
+    new_session,
     state_values,
     todo_dicts,
     todo_rows,
@@ -99,20 +99,15 @@ class PostgresStore(MessageStore, StoreReads):
         """A new session, recording this host and user. Idempotent on retry: a session
         already there with this very record (our own insert, committed before a lost
         connection) counts as created; any other with its id is an error."""
-        now = time.time()
-        record = SessionRecord(
-            id=id or new_id("ses"),
+        record = new_session(
             project=storable(project),
             directory=storable(directory),
             title=storable(title),
             agent=agent,
             model=model,
             parent_id=parent_id,
-            created=now,
-            updated=now,
+            id=id,
             origin=origin,
-            host=socket.gethostname() or None,
-            user=current_user(),
         )
         values = astuple(record)
 
@@ -410,9 +405,7 @@ class PostgresStore(MessageStore, StoreReads):
         path, before projects were identified by their root commit) to ``new``; how many rows
         moved. A read when there is nothing to move. An approval already stored under ``new``
         with the same meaning is kept once."""
-        if old == new:
-            return 0
-        if not self.query(_SQL.project_used, [old, old])[0][0]:
+        if not self._rekeys(old, new):
             return 0
 
         def move(conn: psycopg.Connection) -> int:

@@ -242,7 +242,7 @@ def test_a_lock_from_before_leases_lasts_lease_ttl_from_when_it_was_taken(
 
 
 def test_session_ids_put_parents_first() -> None:
-    from hookcode.store.store import parents_first
+    from hookcode.store import parents_first
 
     rows = [("c", "b"), ("a", None), ("b", "a"), ("d", None), ("e", "c")]
     assert parents_first(rows) == ["a", "b", "c", "d", "e"]

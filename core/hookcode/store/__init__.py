@@ -17,7 +17,11 @@ may provide another (``hookcode-store-postgres``). The SQLite store's parts, by 
 - :mod:`hookcode.store.urls`: store URLs (``sqlite:///path``) and masking their passwords;
 - :mod:`hookcode.store.audit_log`: the optional ``audit_log()`` a store may offer (the audit
   plugin's ``[audit] to = "store"``) and the hash that chains its lines; public as a module
-  (``from hookcode.store.audit_log import AuditLogStore, line_hash``).
+  (``from hookcode.store.audit_log import AuditLogStore, line_hash``);
+- :mod:`hookcode.store.queries`: the SQL and row shapes every SQL store shares, built for a
+  driver's placeholder (:class:`~hookcode.store.queries.Queries`); public as a module;
+- :mod:`hookcode.store.reads`: the reads every SQL store makes alike over those statements
+  (:class:`~hookcode.store.reads.StoreReads`, mixed into both stores); public as a module.
 
 Import the names from here (``from hookcode.store import Store``); the submodules import each
 other directly, never this package. Another store (a plugin's) builds on the same helpers:
@@ -28,9 +32,10 @@ other directly, never this package. Another store (a plugin's) builds on the sam
 
 from __future__ import annotations
 
-from hookcode.store import audit_log
+from hookcode.store import audit_log, queries, reads
 from hookcode.store.database import dumps, storable
 from hookcode.store.protocol import Store
+from hookcode.store.reads import parents_first
 from hookcode.store.records import (
     LEASE_TTL,
     LEASE_VARIABLE,
@@ -44,7 +49,7 @@ from hookcode.store.records import (
     seconds_setting,
 )
 from hookcode.store.schema import MIGRATIONS
-from hookcode.store.store import SQLiteStore, parents_first, pid_alive
+from hookcode.store.store import SQLiteStore, pid_alive
 from hookcode.store.urls import mask_url, url_passwords
 
 __all__ = [
@@ -65,6 +70,8 @@ __all__ = [
     "mask_url",
     "parents_first",
     "pid_alive",
+    "queries",
+    "reads",
     "seconds_setting",
     "storable",
     "url_passwords",

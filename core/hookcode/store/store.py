@@ -18,7 +18,6 @@ Every write is its own transaction, committed before the method returns (see
 
 from __future__ import annotations
 
-import json
 import os
 import socket
 import sqlite3
@@ -32,6 +31,15 @@ from hookcode.store.database import BUSY_TIMEOUT_MS as BUSY_TIMEOUT_MS
 from hookcode.store.database import CHECKPOINT_EVERY as CHECKPOINT_EVERY
 from hookcode.store.database import dumps, execute, storable
 from hookcode.store.message_store import MessageStore
+from hookcode.store.queries import (
+    Queries,
+    approval_key,
+    exported_todo_rows,
+    new_session,
+    state_values,
+    todo_rows,
+)
+from hookcode.store.reads import StoreReads
 from hookcode.store.records import (
     LEASE_TTL,
     ApprovalRecord,
@@ -55,51 +63,34 @@ __all__ = [
     "ToolPartRecord",
 ]
 
-_SESSION_FIELDS = (
-    "id, project, directory, title, agent, model, parent_id, created, updated, "
-    "cost, tokens_in, tokens_out, tokens_reasoning, tokens_cache_read, tokens_cache_write, origin, "
-    "host, user"
+#: the SQL this store runs as every SQL store does (sqlite3's placeholder)
+_SQL = Queries("?")
+#: SQLite's spellings: conflicts on ``approvals_unique`` (its ``ifnull`` expressions)
+_APPROVAL_BY_MEANING = (
+    f"SELECT {_SQL.approval_fields} FROM approvals WHERE project = ? "
+    "AND ifnull(session_id, '') = ? AND permission = ? AND pattern = ? "
+    "AND ifnull(directory, '') = ?"
 )
-_UPDATABLE_SESSION_FIELDS = frozenset(
-    {
-        "title",
-        "agent",
-        "model",
-        "directory",
-        "parent_id",
-        "cost",
-        "tokens_in",
-        "tokens_out",
-        "tokens_reasoning",
-        "tokens_cache_read",
-        "tokens_cache_write",
-        "updated",
-    }
+_INSERT_APPROVAL_OR_IGNORE = (
+    f"INSERT OR IGNORE INTO approvals ({_SQL.approval_fields}) VALUES ({_SQL.approval_values})"
 )
-#: token counters a message adds to its session (``add_session_usage``)
-_USAGE_FIELDS = (
-    "tokens_in",
-    "tokens_out",
-    "tokens_reasoning",
-    "tokens_cache_read",
-    "tokens_cache_write",
+_INSERT_APPROVAL_OR_REPLACE = (
+    f"INSERT OR REPLACE INTO approvals ({_SQL.approval_fields}) VALUES ({_SQL.approval_values})"
 )
-_APPROVAL_FIELDS = "id, project, session_id, permission, pattern, created, directory"
-#: what :meth:`SQLiteStore.counts` counts: key -> table
-_COUNTED = {
-    "sessions": "sessions",
-    "messages": "messages",
-    "parts": "parts",
-    "tool_parts": "tool_parts",
-    "approvals": "approvals",
-    "todos": "todos",
-    "session_state": "session_state",
-}
+#: ``sessions list --json`` objects built by SQLite, as :meth:`SessionRecord.to_dict` does
+#: (``json_patch`` drops a null member)
+_LISTING_JSON = (
+    "json_patch(json_object('id', id, 'title', title, 'parent_id', parent_id, "
+    "'agent', agent, 'model', model, 'created', created, 'updated', updated, 'cost', "
+    "cost), json_object('origin', origin, 'host', host, 'user', user))"
+)
 
 
-class SQLiteStore(MessageStore):
+class SQLiteStore(MessageStore, StoreReads):
     """The SQLite store at ``path`` (created with its parent directories; ``":memory:"`` works):
     the embedded default :class:`~hookcode.store.protocol.Store`."""
+
+    _sql = _SQL
 
     def __init__(self, path: Path | str) -> None:
         super().__init__(path, MIGRATIONS)
@@ -132,80 +123,32 @@ class SQLiteStore(MessageStore):
         id: str | None = None,
         origin: str | None = None,
     ) -> SessionRecord:
-        now = time.time()
-        record = SessionRecord(
-            id=id or new_id("ses"),
+        record = new_session(
             project=project,
             directory=directory,
             title=storable(title),
             agent=agent,
             model=model,
             parent_id=parent_id,
-            created=now,
-            updated=now,
+            id=id,
             origin=origin,
-            host=socket.gethostname() or None,
-            user=current_user(),
         )
         with self._write() as conn:
-            conn.execute(
-                f"INSERT INTO sessions ({_SESSION_FIELDS}) "
-                f"VALUES ({','.join('?' * len(astuple(record)))})",
-                astuple(record),
-            )
+            conn.execute(_SQL.insert_session, astuple(record))
         return record
-
-    def get_session(self, id: str) -> SessionRecord | None:
-        rows = self._query(f"SELECT {_SESSION_FIELDS} FROM sessions WHERE id = ?", (id,))
-        return SessionRecord(*rows[0]) if rows else None
-
-    def list_sessions(
-        self,
-        project: str | None = None,
-        *,
-        parent: bool | None = None,
-        limit: int | None = None,
-        conversations: bool = False,
-        host: str | None = None,
-    ) -> list[SessionRecord]:
-        """Sessions, most recently updated first.
-
-        ``project`` filters by project, ``host`` by the machine that created them;
-        ``parent=False`` keeps top-level sessions only, ``parent=True`` child sessions only;
-        ``conversations`` leaves out the sessions with an ``origin`` (``tools call``).
-        """
-        where, params = _session_filter(project, host, conversations)
-        if parent is True:
-            where.append("parent_id IS NOT NULL")
-        elif parent is False:
-            where.append("parent_id IS NULL")
-        sql = f"SELECT {_SESSION_FIELDS} FROM sessions"
-        if where:
-            sql += " WHERE " + " AND ".join(where)
-        sql += " ORDER BY updated DESC, id DESC"
-        if limit is not None:
-            sql += " LIMIT ?"
-            params.append(limit)
-        return [SessionRecord(*row) for row in self._query(sql, params)]
 
     def update_session(self, id: str, /, **fields: Any) -> None:
         """Set ``fields`` (title, agent, model, cost, tokens_in, ...) and bump ``updated``."""
-        unknown = sorted(set(fields) - _UPDATABLE_SESSION_FIELDS)
-        if unknown:
-            raise ValueError(f"unknown session field(s): {', '.join(unknown)}")
-        values = {"updated": time.time(), **fields}
-        assignments = ", ".join(f"{name} = ?" for name in values)
+        sql, params = _SQL.update_session(id, fields, time.time())
         with self._write() as conn:
-            cursor = execute(
-                conn, f"UPDATE sessions SET {assignments} WHERE id = ?", [*values.values(), id]
-            )
+            cursor = execute(conn, sql, params)
             if cursor.rowcount == 0:
                 raise StoreError(f"{self.path}: no session {id!r}")
 
     def delete_session(self, id: str) -> None:
         """Delete a session with its tool parts, approvals and child sessions."""
         with self._write() as conn:
-            conn.execute("DELETE FROM sessions WHERE id = ?", (id,))
+            conn.execute(_SQL.delete_session, (id,))
 
     # -- approvals ("always" replies) ----------------------------------------------------------
 
@@ -221,18 +164,13 @@ class SQLiteStore(MessageStore):
         """Remember an approval given in ``directory`` (the worktree); an identical existing
         one is returned instead of a duplicate."""
         pattern = storable(pattern)
-        key = (project, session_id or "", permission, pattern, directory or "")
-        select = (
-            f"SELECT {_APPROVAL_FIELDS} FROM approvals WHERE project = ? "
-            "AND ifnull(session_id, '') = ? AND permission = ? AND pattern = ? "
-            "AND ifnull(directory, '') = ?"
-        )
+        key = approval_key(project, session_id, permission, pattern, directory)
         with self._write() as conn:
             conn.execute(
-                f"INSERT OR IGNORE INTO approvals ({_APPROVAL_FIELDS}) VALUES (?,?,?,?,?,?,?)",
+                _INSERT_APPROVAL_OR_IGNORE,
                 (new_id("apr"), project, session_id, permission, pattern, time.time(), directory),
             )
-            row = conn.execute(select, key).fetchone()
+            row = conn.execute(_APPROVAL_BY_MEANING, key).fetchone()
         return ApprovalRecord(*row)
 
     def approvals(self, *, project: str, session_id: str | None = None) -> list[ApprovalRecord]:
@@ -263,16 +201,12 @@ class SQLiteStore(MessageStore):
             return cached
 
     def _approval_rows(self, project: str, session_id: str | None) -> list[ApprovalRecord]:
-        rows = self._query(
-            f"SELECT {_APPROVAL_FIELDS} FROM approvals WHERE project = ? "
-            "AND (session_id IS NULL OR session_id = ?) ORDER BY session_id IS NOT NULL, seq",
-            (project, session_id),
-        )
+        rows = self._query(_SQL.approvals, (project, session_id))
         return [ApprovalRecord(*row) for row in rows]
 
     def remove_approval(self, id: str) -> bool:
         with self._write() as conn:
-            return conn.execute("DELETE FROM approvals WHERE id = ?", (id,)).rowcount > 0
+            return conn.execute(_SQL.remove_approval, (id,)).rowcount > 0
 
     def clear_approvals(self, *, project: str, session_id: str | None = None) -> int:
         """Delete the approvals of one scope: the project's (``session_id=None``) or the
@@ -287,16 +221,9 @@ class SQLiteStore(MessageStore):
 
     def add_session_usage(self, id: str, /, *, cost: float = 0.0, **tokens: int) -> None:
         """Add a message's cost and tokens (``tokens_in``, ``tokens_out``, ...) to its session."""
-        unknown = sorted(set(tokens) - set(_USAGE_FIELDS))
-        if unknown:
-            raise ValueError(f"unknown token field(s): {', '.join(unknown)}")
-        sets = ["cost = cost + ?", "updated = ?"]
-        values: list[Any] = [cost, time.time()]
-        for name, value in tokens.items():
-            sets.append(f"{name} = {name} + ?")
-            values.append(int(value))
+        sql, params = _SQL.add_session_usage(id, cost, tokens, time.time())
         with self._write() as conn:
-            conn.execute(f"UPDATE sessions SET {', '.join(sets)} WHERE id = ?", (*values, id))
+            conn.execute(sql, params)
 
     def sessions_json(
         self, project: str | None = None, *, conversations: bool = False, host: str | None = None
@@ -305,40 +232,8 @@ class SQLiteStore(MessageStore):
         by SQLite: fast for many sessions); as :meth:`SessionRecord.to_dict`: ``origin``,
         ``host`` and ``user`` only when set (``json_patch`` drops a null member).
         ``conversations`` and ``host``: as in :meth:`list_sessions`."""
-        sql = (
-            "SELECT json_patch(json_object('id', id, 'title', title, 'parent_id', parent_id, "
-            "'agent', agent, 'model', model, 'created', created, 'updated', updated, 'cost', "
-            "cost), json_object('origin', origin, 'host', host, 'user', user)) "
-            "FROM sessions"
-        )
-        where, params = _session_filter(project, host, conversations)
-        if where:
-            sql += " WHERE " + " AND ".join(where)
-        sql += " ORDER BY updated DESC, id DESC"
+        sql, params = _SQL.listing(_LISTING_JSON, project, conversations=conversations, host=host)
         return [row[0] for row in self._query(sql, params)]
-
-    def latest_session(self, project: str, *, top_level: bool = True) -> SessionRecord | None:
-        """The project's most recently updated (top-level) conversation (``--continue``)."""
-        found = self.list_sessions(
-            project, parent=False if top_level else None, limit=1, conversations=True
-        )
-        return found[0] if found else None
-
-    def sessions_by_prefix(self, prefix: str, *, limit: int = 10) -> list[SessionRecord]:
-        """The sessions whose id starts with ``prefix`` (case matters; at most ``limit``), in
-        id order."""
-        rows = self._query(
-            f"SELECT {_SESSION_FIELDS} FROM sessions WHERE id >= ? AND id < ? ORDER BY id LIMIT ?",
-            (prefix, prefix + "\U0010ffff", limit),
-        )
-        return [SessionRecord(*row) for row in rows]
-
-    def children(self, id: str) -> list[SessionRecord]:
-        rows = self._query(
-            f"SELECT {_SESSION_FIELDS} FROM sessions WHERE parent_id = ? ORDER BY created, id",
-            (id,),
-        )
-        return [SessionRecord(*row) for row in rows]
 
     # -- session leases ------------------------------------------------------------------------
 
@@ -388,10 +283,7 @@ class SQLiteStore(MessageStore):
         """Release the lease if ``pid`` (default: this process) on this host holds it."""
         pid = os.getpid() if pid is None else pid
         with self._write() as conn:
-            conn.execute(
-                "DELETE FROM session_locks WHERE session_id = ? AND pid = ? AND host = ?",
-                (id, pid, socket.gethostname()),
-            )
+            conn.execute(_SQL.unlock_session, (id, pid, socket.gethostname()))
 
     def session_lock(self, id: str) -> tuple[int, str] | None:
         """``(pid, host)`` of the live holder of the session's lease, if any."""
@@ -407,12 +299,6 @@ class SQLiteStore(MessageStore):
 
     # -- per-session state (providers keep small values here) ----------------------------------
 
-    def get_state(self, session_id: str, key: str) -> Any:
-        rows = self._query(
-            "SELECT value FROM session_state WHERE session_id = ? AND key = ?", (session_id, key)
-        )
-        return json.loads(rows[0][0]) if rows else None
-
     def set_state(self, session_id: str, key: str, value: Any) -> None:
         with self._write() as conn:
             execute(
@@ -425,39 +311,15 @@ class SQLiteStore(MessageStore):
 
     def set_todos(self, session_id: str, todos: list[dict[str, Any]]) -> None:
         """Replace the session's todo list (``{"id", "content", "status", "priority"}`` each)."""
+        rows = [
+            [sid, position, *map(storable, texts)]
+            for sid, position, *texts in todo_rows(session_id, todos)
+        ]
         with self._write() as conn:
-            conn.execute("DELETE FROM todos WHERE session_id = ?", (session_id,))
-            conn.executemany(
-                "INSERT INTO todos (session_id, position, id, content, status, priority) "
-                "VALUES (?,?,?,?,?,?)",
-                [
-                    (
-                        session_id,
-                        i,
-                        storable(str(t.get("id") or i + 1)),
-                        storable(str(t["content"])),
-                        storable(str(t.get("status") or "pending")),
-                        storable(str(t.get("priority") or "medium")),
-                    )
-                    for i, t in enumerate(todos)
-                ],
-            )
-
-    def todos(self, session_id: str) -> list[dict[str, Any]]:
-        rows = self._query(
-            "SELECT id, content, status, priority FROM todos WHERE session_id = ? "
-            "ORDER BY position",
-            (session_id,),
-        )
-        return [{"id": r[0], "content": r[1], "status": r[2], "priority": r[3]} for r in rows]
+            conn.execute(_SQL.delete_todos, (session_id,))
+            conn.executemany(_SQL.insert_todo, rows)
 
     # -- moving data between stores (``hookcode store migrate``) --------------------------------
-
-    def session_ids(self) -> list[str]:
-        """Every session's id, oldest first (by ``created``, then id), a parent always before
-        its children."""
-        rows = self._query("SELECT id, parent_id FROM sessions ORDER BY created, id")
-        return parents_first(rows)
 
     def export_session(self, id: str) -> SessionExport | None:
         """Everything stored about one session (not its children), read in one snapshot."""
@@ -466,20 +328,13 @@ class SQLiteStore(MessageStore):
             if record is None:
                 return None
             messages, parts, tool_parts = self._conversation(id)
-            state = {
-                key: json.loads(value)
-                for key, value in self._query(
-                    "SELECT key, value FROM session_state WHERE session_id = ? ORDER BY key",
-                    (id,),
-                )
-            }
             return SessionExport(
                 session=record,
                 messages=messages,
                 parts=parts,
                 tool_parts=tool_parts,
                 todos=self.todos(id),
-                state=state,
+                state=state_values(self._query(_SQL.session_state, (id,))),
             )
 
     def import_session(self, data: SessionExport) -> None:
@@ -487,44 +342,15 @@ class SQLiteStore(MessageStore):
         (its record, messages, parts, tool parts, todos and state become the export's; its
         child sessions, approvals and lease stay). Importing twice changes nothing more."""
         record = data.session
-        values = astuple(record)
-        columns = _SESSION_FIELDS.split(", ")
         with self._write() as conn:
-            execute(
-                conn,
-                f"INSERT INTO sessions ({_SESSION_FIELDS}) VALUES ({','.join('?' * len(values))}) "
-                "ON CONFLICT(id) DO UPDATE SET "
-                + ", ".join(f"{name} = excluded.{name}" for name in columns[1:]),
-                list(values),
-            )
+            execute(conn, _SQL.import_session, list(astuple(record)))
             self._replace_conversation(conn, record.id, data.messages, data.parts, data.tool_parts)
-            conn.execute("DELETE FROM todos WHERE session_id = ?", (record.id,))
-            for position, todo in enumerate(data.todos):
-                execute(
-                    conn,
-                    "INSERT INTO todos (session_id, position, id, content, status, priority) "
-                    "VALUES (?,?,?,?,?,?)",
-                    [
-                        record.id,
-                        position,
-                        todo["id"],
-                        todo["content"],
-                        todo["status"],
-                        todo["priority"],
-                    ],
-                )
-            conn.execute("DELETE FROM session_state WHERE session_id = ?", (record.id,))
+            conn.execute(_SQL.delete_todos, (record.id,))
+            for row in exported_todo_rows(record.id, data.todos):
+                execute(conn, _SQL.insert_todo, row)
+            conn.execute(_SQL.delete_state, (record.id,))
             for key, value in data.state.items():
-                execute(
-                    conn,
-                    "INSERT INTO session_state (session_id, key, value) VALUES (?,?,?)",
-                    [record.id, key, dumps(value)],
-                )
-
-    def approval_records(self) -> list[ApprovalRecord]:
-        """Every remembered approval of every project, in creation order."""
-        rows = self._query(f"SELECT {_APPROVAL_FIELDS} FROM approvals ORDER BY created, seq")
-        return [ApprovalRecord(*row) for row in rows]
+                execute(conn, _SQL.insert_state, [record.id, key, dumps(value)])
 
     def import_approval(self, record: ApprovalRecord) -> None:
         """Store ``record`` as it is (its id and time); an approval here with its id or with its
@@ -532,22 +358,10 @@ class SQLiteStore(MessageStore):
         approval already here as it is changes nothing."""
         values = astuple(record)
         with self._write() as conn:
-            same = conn.execute(
-                f"SELECT {_APPROVAL_FIELDS} FROM approvals WHERE id = ?", (record.id,)
-            ).fetchone()
+            same = conn.execute(_SQL.approval, (record.id,)).fetchone()
             if same is not None and tuple(same) == values:
                 return
-            execute(
-                conn,
-                f"INSERT OR REPLACE INTO approvals ({_APPROVAL_FIELDS}) VALUES (?,?,?,?,?,?,?)",
-                list(values),
-            )
-
-    def counts(self) -> dict[str, int]:
-        """How many rows each kind of data has (``store check``, ``store migrate``)."""
-        sql = ", ".join(f"(SELECT count(*) FROM {table})" for table in _COUNTED.values())
-        row = self._query(f"SELECT {sql}")[0]
-        return dict(zip(_COUNTED, (int(n) for n in row), strict=True))
+            execute(conn, _INSERT_APPROVAL_OR_REPLACE, list(values))
 
     # -- project identity ------------------------------------------------------------------------
 
@@ -556,41 +370,16 @@ class SQLiteStore(MessageStore):
         path, before projects were identified by their root commit) to ``new``; how many rows
         moved. A read when there is nothing to move. An approval already stored under ``new``
         with the same meaning is kept once."""
-        if old == new:
-            return 0
-        found = self._query(
-            "SELECT EXISTS (SELECT 1 FROM sessions WHERE project = ?) "
-            "OR EXISTS (SELECT 1 FROM approvals WHERE project = ?)",
-            (old, old),
-        )
-        if not found[0][0]:
+        if not self._rekeys(old, new):
             return 0
         with self._write() as conn:
-            moved = conn.execute(
-                "UPDATE sessions SET project = ? WHERE project = ?", (new, old)
-            ).rowcount
+            moved = conn.execute(_SQL.rekey_sessions, (new, old)).rowcount
+            # an approval whose meaning is already under ``new`` stays behind, then goes
             moved += conn.execute(
                 "UPDATE OR IGNORE approvals SET project = ? WHERE project = ?", (new, old)
             ).rowcount
-            conn.execute("DELETE FROM approvals WHERE project = ?", (old,))
+            conn.execute(_SQL.drop_project_approvals, (old,))
         return moved
-
-
-def _session_filter(
-    project: str | None, host: str | None, conversations: bool
-) -> tuple[list[str], list[Any]]:
-    """The WHERE conditions (and their parameters) of a session listing."""
-    where: list[str] = []
-    params: list[Any] = []
-    if project is not None:
-        where.append("project = ?")
-        params.append(project)
-    if host is not None:
-        where.append("host = ?")
-        params.append(host)
-    if conversations:
-        where.append("origin IS NULL")
-    return where, params
 
 
 def _lease_live(pid: int, host: str, acquired: float, expires: float | None, now: float) -> bool:
@@ -601,24 +390,6 @@ def _lease_live(pid: int, host: str, acquired: float, expires: float | None, now
     if until <= now:
         return False
     return host != socket.gethostname() or pid_alive(pid)
-
-
-def parents_first(rows: list[tuple[Any, Any]]) -> list[str]:
-    """The ids of ``(id, parent_id)`` rows in their order, except that a parent listed after
-    its child moves before it (a session's clock may lag its parent's on another machine)."""
-    parent_of = {str(id): parent for id, parent in rows}
-    out: list[str] = []
-    done: set[str] = set()
-    for id, _parent in rows:
-        chain: list[str] = []
-        node: str | None = str(id)
-        while node is not None and node not in done and node in parent_of and node not in chain:
-            chain.append(node)
-            node = parent_of[node]
-        for item in reversed(chain):
-            done.add(item)
-            out.append(item)
-    return out
 
 
 def pid_alive(pid: int) -> bool:

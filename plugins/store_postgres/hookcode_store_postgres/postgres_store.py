@@ -17,12 +17,12 @@ transaction, committed before the method returns. Leases are timed by the server
 
 from __future__ import annotations
 
-import json
 import os
 import socket
 import time
-from dataclasses import astuple, fields
-from typing import TYPE_CHECKING, Any
+from collections.abc import Sequence
+from dataclasses import astuple
+from typing import TYPE_CHECKING, Any, LiteralString, cast
 
 from hookcode.ids import new_id
 from hookcode.store import (
@@ -32,11 +32,20 @@ from hookcode.store import (
     SessionExport,
     SessionRecord,
     StoreError,
-    current_user,
     dumps,
-    parents_first,
     pid_alive,
 )
+from hookcode.store.queries import (
+    Queries,
+    approval_key,
+    exported_todo_rows,
+    first_session,
+    new_session,
+    state_values,
+    todo_dicts,
+    todo_rows,
+)
+from hookcode.store.reads import StoreReads
 
 from hookcode_store_postgres import schema
 from hookcode_store_postgres.database import RETRY_SECONDS, execute, storable
@@ -49,48 +58,29 @@ if TYPE_CHECKING:
 
 __all__ = ["PostgresStore"]
 
-_SESSION_COLUMNS = tuple(f.name for f in fields(SessionRecord))
-#: quoted: ``user`` is a reserved word in PostgreSQL
-_SESSION_FIELDS = ", ".join(f'"{name}"' for name in _SESSION_COLUMNS)
-_SESSION_PARAMS = ", ".join(["%s"] * len(_SESSION_COLUMNS))
-_UPDATABLE_SESSION_FIELDS = frozenset(
-    {
-        "title",
-        "agent",
-        "model",
-        "directory",
-        "parent_id",
-        "cost",
-        "tokens_in",
-        "tokens_out",
-        "tokens_reasoning",
-        "tokens_cache_read",
-        "tokens_cache_write",
-        "updated",
-    }
-)
-#: token counters a message adds to its session (``add_session_usage``)
-_USAGE_FIELDS = frozenset(
-    {"tokens_in", "tokens_out", "tokens_reasoning", "tokens_cache_read", "tokens_cache_write"}
-)
-_APPROVAL_FIELDS = ", ".join(f.name for f in fields(ApprovalRecord))
+#: the SQL this store runs as every SQL store does (psycopg's placeholder)
+_SQL = Queries("%s")
 _APPROVAL_MEANING = (
     "project = %s AND coalesce(session_id, '') = %s AND permission = %s AND pattern = %s "
     "AND coalesce(directory, '') = %s"
 )
-#: what :meth:`PostgresStore.counts` counts: key -> table
-_COUNTED = ("sessions", "messages", "parts", "tool_parts", "approvals", "todos", "session_state")
 #: the server's clock as float epoch seconds
 _NOW = "extract(epoch FROM now())::double precision"
 
 
-class PostgresStore(MessageStore):
+class PostgresStore(MessageStore, StoreReads):
     """The PostgreSQL store at ``url`` (``postgresql://user:password@host:port/db?options``,
     any libpq option passed through): a :class:`~hookcode.store.Store` for a team."""
+
+    _sql = _SQL
 
     def __init__(self, url: str, *, retry_seconds: float = RETRY_SECONDS) -> None:
         super().__init__(url, schema.MIGRATIONS, retry_seconds=retry_seconds)
         self._audit_log: PostgresAuditLog | None = None
+
+    def _query(self, sql: str, params: Sequence[Any] = ()) -> list[tuple[Any, ...]]:
+        """The reads :class:`StoreReads` makes, as every read here (:meth:`query`)."""
+        return self.query(sql, params)
 
     # -- sessions ------------------------------------------------------------------------------
 
@@ -109,34 +99,24 @@ class PostgresStore(MessageStore):
         """A new session, recording this host and user. Idempotent on retry: a session
         already there with this very record (our own insert, committed before a lost
         connection) counts as created; any other with its id is an error."""
-        now = time.time()
-        record = SessionRecord(
-            id=id or new_id("ses"),
+        record = new_session(
             project=storable(project),
             directory=storable(directory),
             title=storable(title),
             agent=agent,
             model=model,
             parent_id=parent_id,
-            created=now,
-            updated=now,
+            id=id,
             origin=origin,
-            host=socket.gethostname() or None,
-            user=current_user(),
         )
         values = astuple(record)
 
         def insert(conn: psycopg.Connection) -> None:
             inserted = execute(
-                conn,
-                f"INSERT INTO sessions ({_SESSION_FIELDS}) VALUES ({_SESSION_PARAMS}) "
-                "ON CONFLICT (id) DO NOTHING RETURNING 1",
-                values,
+                conn, f"{_SQL.insert_session} ON CONFLICT (id) DO NOTHING RETURNING 1", values
             ).fetchone()
             if inserted is None:
-                row = execute(
-                    conn, f"SELECT {_SESSION_FIELDS} FROM sessions WHERE id = %s", [record.id]
-                ).fetchone()
+                row = execute(conn, _SQL.get_session, [record.id]).fetchone()
                 if row is None or SessionRecord(*row) != record:
                     raise StoreError(
                         f"PostgreSQL store {self.location}: a session {record.id!r} already exists"
@@ -145,39 +125,6 @@ class PostgresStore(MessageStore):
         self.run(insert)
         return record
 
-    def get_session(self, id: str) -> SessionRecord | None:
-        rows = self.query(f"SELECT {_SESSION_FIELDS} FROM sessions WHERE id = %s", [id])
-        return SessionRecord(*rows[0]) if rows else None
-
-    def list_sessions(
-        self,
-        project: str | None = None,
-        *,
-        parent: bool | None = None,
-        limit: int | None = None,
-        conversations: bool = False,
-        host: str | None = None,
-    ) -> list[SessionRecord]:
-        """Sessions, most recently updated first.
-
-        ``project`` filters by project, ``host`` by the machine that created them;
-        ``parent=False`` keeps top-level sessions only, ``parent=True`` child sessions only;
-        ``conversations`` leaves out the sessions with an ``origin`` (``tools call``).
-        """
-        where, params = _session_filter(project, host, conversations)
-        if parent is True:
-            where.append("parent_id IS NOT NULL")
-        elif parent is False:
-            where.append("parent_id IS NULL")
-        sql = f"SELECT {_SESSION_FIELDS} FROM sessions"
-        if where:
-            sql += " WHERE " + " AND ".join(where)
-        sql += " ORDER BY updated DESC, id DESC"
-        if limit is not None:
-            sql += " LIMIT %s"
-            params.append(limit)
-        return [SessionRecord(*row) for row in self.query(sql, params)]
-
     def sessions_json(
         self, project: str | None = None, *, conversations: bool = False, host: str | None = None
     ) -> list[str]:
@@ -185,25 +132,15 @@ class PostgresStore(MessageStore):
         :meth:`SessionRecord.to_dict` builds them: built by the server when a session is
         written (the ``listing`` column), so listing many sessions reads one column.
         ``conversations`` and ``host``: as in :meth:`list_sessions`."""
-        where, params = _session_filter(project, host, conversations)
-        sql = "SELECT listing FROM sessions"
-        if where:
-            sql += " WHERE " + " AND ".join(where)
-        sql += " ORDER BY updated DESC, id DESC"
+        sql, params = _SQL.listing("listing", project, conversations=conversations, host=host)
         return [row[0] for row in self.query(sql, params)]
 
     def update_session(self, id: str, /, **fields: Any) -> None:
         """Set ``fields`` (title, agent, model, cost, tokens_in, ...) and bump ``updated``."""
-        unknown = sorted(set(fields) - _UPDATABLE_SESSION_FIELDS)
-        if unknown:
-            raise ValueError(f"unknown session field(s): {', '.join(unknown)}")
-        values = {"updated": time.time(), **fields}
-        assignments = ", ".join(f"{name} = %s" for name in values)
+        sql, params = _SQL.update_session(id, fields, time.time())
 
         def update(conn: psycopg.Connection) -> None:
-            cursor = execute(
-                conn, f"UPDATE sessions SET {assignments} WHERE id = %s", [*values.values(), id]
-            )
+            cursor = execute(conn, sql, params)
             if cursor.rowcount == 0:
                 raise StoreError(f"PostgreSQL store {self.location}: no session {id!r}")
 
@@ -211,50 +148,14 @@ class PostgresStore(MessageStore):
 
     def delete_session(self, id: str) -> None:
         """Delete a session with its messages, tool parts, approvals and child sessions."""
-        self.run(lambda conn: execute(conn, "DELETE FROM sessions WHERE id = %s", [id]))
+        self.run(lambda conn: execute(conn, _SQL.delete_session, [id]))
 
     def add_session_usage(self, id: str, /, *, cost: float = 0.0, **tokens: int) -> None:
         """Add a message's cost and tokens (``tokens_in``, ``tokens_out``, ...) to its session.
         The one write that is not idempotent on retry: if the connection breaks just as the
         server commits, the message may be counted twice."""
-        unknown = sorted(set(tokens) - _USAGE_FIELDS)
-        if unknown:
-            raise ValueError(f"unknown token field(s): {', '.join(unknown)}")
-        sets = ["cost = cost + %s", "updated = %s"]
-        values: list[Any] = [cost, time.time()]
-        for name, value in tokens.items():
-            sets.append(f"{name} = {name} + %s")
-            values.append(int(value))
-        values.append(id)
-        self.run(
-            lambda conn: execute(
-                conn, f"UPDATE sessions SET {', '.join(sets)} WHERE id = %s", values
-            )
-        )
-
-    def latest_session(self, project: str, *, top_level: bool = True) -> SessionRecord | None:
-        """The project's most recently updated (top-level) conversation (``--continue``)."""
-        found = self.list_sessions(
-            project, parent=False if top_level else None, limit=1, conversations=True
-        )
-        return found[0] if found else None
-
-    def sessions_by_prefix(self, prefix: str, *, limit: int = 10) -> list[SessionRecord]:
-        """The sessions whose id starts with ``prefix`` (case matters; at most ``limit``), in
-        id order."""
-        rows = self.query(
-            f"SELECT {_SESSION_FIELDS} FROM sessions WHERE id >= %s AND id < %s "
-            "ORDER BY id LIMIT %s",
-            [prefix, prefix + "\U0010ffff", limit],
-        )
-        return [SessionRecord(*row) for row in rows]
-
-    def children(self, id: str) -> list[SessionRecord]:
-        rows = self.query(
-            f"SELECT {_SESSION_FIELDS} FROM sessions WHERE parent_id = %s ORDER BY created, id",
-            [id],
-        )
-        return [SessionRecord(*row) for row in rows]
+        sql, params = _SQL.add_session_usage(id, cost, tokens, time.time())
+        self.run(lambda conn: execute(conn, sql, params))
 
     # -- approvals ("always" replies) ----------------------------------------------------------
 
@@ -270,18 +171,18 @@ class PostgresStore(MessageStore):
         """Remember an approval given in ``directory`` (the worktree); an identical existing
         one is returned instead of a duplicate (so a retry adds nothing)."""
         pattern = storable(pattern)
-        key = [project, session_id or "", permission, pattern, directory or ""]
+        key = approval_key(project, session_id, permission, pattern, directory)
         row = [new_id("apr"), project, session_id, permission, pattern, time.time(), directory]
 
         # one statement: the new row, or the one already there. A row another process
         # committed after this statement's snapshot makes the insert do nothing yet stays
         # unseen by the select: the next statement (a new snapshot) sees it
+        fields = _SQL.approval_fields
         statement = (
-            f"WITH added AS (INSERT INTO approvals ({_APPROVAL_FIELDS}) "
-            "VALUES (%s, %s, %s, %s, %s, %s, %s) "
-            f"ON CONFLICT DO NOTHING RETURNING {_APPROVAL_FIELDS}) "
-            f"SELECT {_APPROVAL_FIELDS} FROM added UNION ALL "
-            f"(SELECT {_APPROVAL_FIELDS} FROM approvals WHERE {_APPROVAL_MEANING}) LIMIT 1"
+            f"WITH added AS (INSERT INTO approvals ({fields}) VALUES ({_SQL.approval_values}) "
+            f"ON CONFLICT DO NOTHING RETURNING {fields}) "
+            f"SELECT {fields} FROM added UNION ALL "
+            f"(SELECT {fields} FROM approvals WHERE {_APPROVAL_MEANING}) LIMIT 1"
         )
 
         def add(conn: psycopg.Connection) -> ApprovalRecord:
@@ -299,17 +200,10 @@ class PostgresStore(MessageStore):
     def approvals(self, *, project: str, session_id: str | None = None) -> list[ApprovalRecord]:
         """The project's project-scoped approvals, then (given ``session_id``) that session's;
         each group in creation order."""
-        rows = self.query(
-            f"SELECT {_APPROVAL_FIELDS} FROM approvals WHERE project = %s "
-            "AND (session_id IS NULL OR session_id = %s) ORDER BY session_id IS NOT NULL, seq",
-            [project, session_id],
-        )
-        return [ApprovalRecord(*row) for row in rows]
+        return [ApprovalRecord(*row) for row in self.query(_SQL.approvals, [project, session_id])]
 
     def remove_approval(self, id: str) -> bool:
-        return self.run(
-            lambda conn: execute(conn, "DELETE FROM approvals WHERE id = %s", [id]).rowcount > 0
-        )
+        return self.run(lambda conn: execute(conn, _SQL.remove_approval, [id]).rowcount > 0)
 
     def clear_approvals(self, *, project: str, session_id: str | None = None) -> int:
         """Delete the approvals of one scope: the project's (``session_id=None``) or the
@@ -393,13 +287,7 @@ class PostgresStore(MessageStore):
     def unlock_session(self, id: str, pid: int | None = None) -> None:
         """Release the lease if ``pid`` (default: this process) on this host holds it."""
         pid = os.getpid() if pid is None else pid
-        self.run(
-            lambda conn: execute(
-                conn,
-                "DELETE FROM session_locks WHERE session_id = %s AND pid = %s AND host = %s",
-                [id, pid, socket.gethostname()],
-            )
-        )
+        self.run(lambda conn: execute(conn, _SQL.unlock_session, [id, pid, socket.gethostname()]))
 
     def session_lock(self, id: str) -> tuple[int, str] | None:
         """``(pid, host)`` of the live holder of the session's lease, if any."""
@@ -414,12 +302,6 @@ class PostgresStore(MessageStore):
         return pid, host
 
     # -- per-session state (providers keep small values here) ----------------------------------
-
-    def get_state(self, session_id: str, key: str) -> Any:
-        rows = self.query(
-            "SELECT value FROM session_state WHERE session_id = %s AND key = %s", [session_id, key]
-        )
-        return json.loads(rows[0][0]) if rows else None
 
     def set_state(self, session_id: str, key: str, value: Any) -> None:
         values = [session_id, key, dumps(value)]
@@ -436,43 +318,15 @@ class PostgresStore(MessageStore):
 
     def set_todos(self, session_id: str, todos: list[dict[str, Any]]) -> None:
         """Replace the session's todo list (``{"id", "content", "status", "priority"}`` each)."""
-        rows = [
-            [
-                session_id,
-                i,
-                str(t.get("id") or i + 1),
-                str(t["content"]),
-                str(t.get("status") or "pending"),
-                str(t.get("priority") or "medium"),
-            ]
-            for i, t in enumerate(todos)
-        ]
+        rows = todo_rows(session_id, todos)
 
         def replace(conn: psycopg.Connection) -> None:
-            execute(conn, "DELETE FROM todos WHERE session_id = %s", [session_id])
+            execute(conn, _SQL.delete_todos, [session_id])
             _insert_todos(conn, rows)
 
         self.run(replace, atomic=True)
 
-    def todos(self, session_id: str) -> list[dict[str, Any]]:
-        rows = self.query(
-            "SELECT id, content, status, priority FROM todos WHERE session_id = %s "
-            "ORDER BY position",
-            [session_id],
-        )
-        return [{"id": r[0], "content": r[1], "status": r[2], "priority": r[3]} for r in rows]
-
     # -- moving data between stores (``hookcode store migrate``) --------------------------------
-
-    def session_ids(self) -> list[str]:
-        """Every session's id, oldest first (by ``created``, then id), a parent always before
-        its children."""
-        return parents_first(
-            [
-                (r[0], r[1])
-                for r in self.query("SELECT id, parent_id FROM sessions ORDER BY created, id")
-            ]
-        )
 
     def export_session(self, id: str) -> SessionExport | None:
         """Everything stored about one session (not its children), read in one snapshot
@@ -484,32 +338,17 @@ class PostgresStore(MessageStore):
         def read(conn: psycopg.Connection) -> SessionExport | None:
             if snapshot:
                 execute(conn, "SET TRANSACTION ISOLATION LEVEL REPEATABLE READ READ ONLY")
-            row = execute(
-                conn, f"SELECT {_SESSION_FIELDS} FROM sessions WHERE id = %s", [id]
-            ).fetchone()
-            if row is None:
+            record = first_session(execute(conn, _SQL.get_session, [id]).fetchall())
+            if record is None:
                 return None
             messages, parts, tool_parts = self._conversation(conn, id)
-            todos = execute(
-                conn,
-                "SELECT id, content, status, priority FROM todos WHERE session_id = %s "
-                "ORDER BY position",
-                [id],
-            ).fetchall()
-            state = execute(
-                conn,
-                "SELECT key, value FROM session_state WHERE session_id = %s ORDER BY key",
-                [id],
-            ).fetchall()
             return SessionExport(
-                session=SessionRecord(*row),
+                session=record,
                 messages=messages,
                 parts=parts,
                 tool_parts=tool_parts,
-                todos=[
-                    {"id": t[0], "content": t[1], "status": t[2], "priority": t[3]} for t in todos
-                ],
-                state={key: json.loads(value) for key, value in state},
+                todos=todo_dicts(execute(conn, _SQL.todos, [id]).fetchall()),
+                state=state_values(execute(conn, _SQL.session_state, [id]).fetchall()),
             )
 
         return self.run(read, atomic=True)
@@ -520,54 +359,30 @@ class PostgresStore(MessageStore):
         child sessions, approvals and lease stay). Idempotent, so retried whole."""
         record = data.session
         values = astuple(record)
-        todos = [
-            [record.id, position, t["id"], t["content"], t["status"], t["priority"]]
-            for position, t in enumerate(data.todos)
-        ]
+        todos = exported_todo_rows(record.id, data.todos)
 
         def write(conn: psycopg.Connection) -> None:
-            execute(
-                conn,
-                f"INSERT INTO sessions ({_SESSION_FIELDS}) VALUES ({_SESSION_PARAMS}) "
-                "ON CONFLICT (id) DO UPDATE SET "
-                + ", ".join(f'"{name}" = excluded."{name}"' for name in _SESSION_COLUMNS[1:]),
-                values,
-            )
+            execute(conn, _SQL.import_session, values)
             self._replace_conversation(conn, record.id, data.messages, data.parts, data.tool_parts)
-            execute(conn, "DELETE FROM todos WHERE session_id = %s", [record.id])
+            execute(conn, _SQL.delete_todos, [record.id])
             _insert_todos(conn, todos)
-            execute(conn, "DELETE FROM session_state WHERE session_id = %s", [record.id])
+            execute(conn, _SQL.delete_state, [record.id])
             for key, value in data.state.items():
-                execute(
-                    conn,
-                    "INSERT INTO session_state (session_id, key, value) VALUES (%s, %s, %s)",
-                    [record.id, key, dumps(value)],
-                )
+                execute(conn, _SQL.insert_state, [record.id, key, dumps(value)])
 
         self.run(write, atomic=True)
-
-    def approval_records(self) -> list[ApprovalRecord]:
-        """Every remembered approval of every project, in creation order."""
-        rows = self.query(f"SELECT {_APPROVAL_FIELDS} FROM approvals ORDER BY created, seq")
-        return [ApprovalRecord(*row) for row in rows]
 
     def import_approval(self, record: ApprovalRecord) -> None:
         """Store ``record`` as it is (its id and time); an approval here with its id or with
         its meaning (project, session, permission, pattern, directory) is replaced. Importing
         an approval already here as it is changes nothing (idempotent)."""
         values = list(astuple(record))
-        meaning = [
-            record.project,
-            record.session_id or "",
-            record.permission,
-            record.pattern,
-            record.directory or "",
-        ]
+        meaning = approval_key(
+            record.project, record.session_id, record.permission, record.pattern, record.directory
+        )
 
         def write(conn: psycopg.Connection) -> None:
-            same = execute(
-                conn, f"SELECT {_APPROVAL_FIELDS} FROM approvals WHERE id = %s", [record.id]
-            ).fetchone()
+            same = execute(conn, _SQL.approval, [record.id]).fetchone()
             if same is not None and tuple(same) == tuple(values):
                 return
             execute(
@@ -577,17 +392,11 @@ class PostgresStore(MessageStore):
             )
             execute(
                 conn,
-                f"INSERT INTO approvals ({_APPROVAL_FIELDS}) VALUES (%s, %s, %s, %s, %s, %s, %s)",
+                f"INSERT INTO approvals ({_SQL.approval_fields}) VALUES ({_SQL.approval_values})",
                 values,
             )
 
         self.run(write, atomic=True)
-
-    def counts(self) -> dict[str, int]:
-        """How many rows each kind of data has (``store check``, ``store migrate``)."""
-        sql = ", ".join(f"(SELECT count(*) FROM {table})" for table in _COUNTED)
-        row = self.query(f"SELECT {sql}")[0]
-        return dict(zip(_COUNTED, (int(n) for n in row), strict=True))
 
     # -- project identity ------------------------------------------------------------------------
 
@@ -596,20 +405,12 @@ class PostgresStore(MessageStore):
         path, before projects were identified by their root commit) to ``new``; how many rows
         moved. A read when there is nothing to move. An approval already stored under ``new``
         with the same meaning is kept once."""
-        if old == new:
-            return 0
-        found = self.query(
-            "SELECT EXISTS (SELECT 1 FROM sessions WHERE project = %s) "
-            "OR EXISTS (SELECT 1 FROM approvals WHERE project = %s)",
-            [old, old],
-        )
-        if not found[0][0]:
+        if not self._rekeys(old, new):
             return 0
 
         def move(conn: psycopg.Connection) -> int:
-            moved = execute(
-                conn, "UPDATE sessions SET project = %s WHERE project = %s", [new, old]
-            ).rowcount
+            moved = execute(conn, _SQL.rekey_sessions, [new, old]).rowcount
+            # an approval whose meaning is already under ``new`` stays behind, then goes
             moved += execute(
                 conn,
                 "UPDATE approvals a SET project = %s WHERE project = %s AND NOT EXISTS ("
@@ -619,7 +420,7 @@ class PostgresStore(MessageStore):
                 "AND coalesce(b.directory, '') = coalesce(a.directory, ''))",
                 [new, old, new],
             ).rowcount
-            execute(conn, "DELETE FROM approvals WHERE project = %s", [old])
+            execute(conn, _SQL.drop_project_approvals, [old])
             return moved
 
         return self.run(move, atomic=True)
@@ -637,30 +438,10 @@ class PostgresStore(MessageStore):
         return self._audit_log
 
 
-def _session_filter(
-    project: str | None, host: str | None, conversations: bool
-) -> tuple[list[str], list[Any]]:
-    """The WHERE conditions (and their parameters) of a session listing."""
-    where: list[str] = []
-    params: list[Any] = []
-    if project is not None:
-        where.append("project = %s")
-        params.append(project)
-    if host is not None:
-        where.append("host = %s")
-        params.append(host)
-    if conversations:
-        where.append("origin IS NULL")
-    return where, params
-
-
 def _insert_todos(conn: psycopg.Connection, rows: list[list[Any]]) -> None:
     if not rows:
         return
-    sql = (
-        "INSERT INTO todos (session_id, position, id, content, status, priority) "
-        "VALUES (%s, %s, %s, %s, %s, %s)"
-    )
+    sql = cast("LiteralString", _SQL.insert_todo)  # built from core's constant pieces
     with conn.cursor() as cursor:
         try:
             cursor.executemany(sql, rows)

@@ -34,9 +34,12 @@ def open_store(url: str) -> Store:
     path = sqlite_path(url)
     if path is not None:
         return SQLiteStore(path)
+    from types import SimpleNamespace
+
     import hookcode_store_postgres
 
-    opened = hookcode_store_postgres.store(url=url, runtime=None)
+    # the hook reads the runtime's environment only (HOOKCODE_STORE_RETRY_SECONDS)
+    opened = hookcode_store_postgres.store(url=url, runtime=SimpleNamespace(env=dict(os.environ)))
     if opened is None:
         raise ValueError(f"no store for {url!r} in the tests")
     return opened

@@ -16,7 +16,7 @@ the batch inserts keep the order they were first saved in). Its guarantees:
   :meth:`~WriteBehind.flush`, :meth:`~WriteBehind.submit` or :meth:`~WriteBehind.close`;
 - at most ``capacity`` writes wait at once: :meth:`~WriteBehind.submit` blocks while the
   queue is full (back-pressure, not unbounded memory);
-- :meth:`WriteBehind.close` flushes, then stops the thread.
+- :meth:`WriteBehind.close` lets the thread write everything queued, then stops it.
 """
 
 from __future__ import annotations
@@ -65,12 +65,13 @@ class WriteBehind(Generic[K, V]):
         """Queue ``value`` under ``key`` and return (blocking while the queue is full). A
         failure of an earlier write is raised instead, and nothing is queued."""
         with self._cond:
-            self._raise_failures()
-            if self._closing:
-                raise StoreError(f"{self._name}: the store is closed")
-            while self._queued - self._ended >= self._capacity:
-                self._cond.wait()
+            while True:
                 self._raise_failures()
+                if self._closing:
+                    raise StoreError(f"{self._name}: the store is closed")
+                if self._queued - self._ended < self._capacity:
+                    break
+                self._cond.wait()
             self._pending[key] = value
             self._queued += 1
             if self._thread is None:
@@ -96,16 +97,16 @@ class WriteBehind(Generic[K, V]):
             self._raise_failures()
 
     def close(self) -> None:
-        """Flush (raising a failure), then stop the thread; idempotent."""
-        try:
-            self.flush()
-        finally:
-            with self._cond:
-                self._closing = True
-                self._cond.notify_all()
-                thread = self._thread
-            if thread is not None and thread is not threading.current_thread():
-                thread.join()
+        """Refuse new writes, let the thread write everything queued and stop, then raise a
+        failure no call has raised yet; idempotent."""
+        with self._cond:
+            self._closing = True
+            self._cond.notify_all()
+            thread = self._thread
+        if thread is not None and thread is not threading.current_thread():
+            thread.join()
+        with self._cond:
+            self._raise_failures()
 
     # -- the writer thread ---------------------------------------------------------------------
 

@@ -21,8 +21,8 @@ The contract every implementation keeps (``tests/store_contract`` checks it agai
   the holder of its lease (:meth:`Store.lock_session`), which expires unless renewed.
 
 **Tool parts written behind.** A store MAY commit :meth:`Store.save_tool_part` after it
-returned (the PostgreSQL store does: a round trip per tool call would double a call's cost),
-and only on these terms:
+returned (the PostgreSQL store does: a tool call would otherwise wait for a round trip to the
+server, twice), and only on these terms:
 
 - inside a :meth:`Store.transaction` block of the calling thread the save is one of the
   block's writes, as always;
@@ -32,7 +32,8 @@ and only on these terms:
 - every other method, in any thread (reads, writes, :meth:`Store.transaction`,
   :meth:`Store.counts`, the exports, the leases, an audit log's appends), first waits until
   the parts queued so far are committed, so nobody sees the store without a part saved
-  before: that wait is :meth:`Store.flush`;
+  before: that wait is :meth:`Store.flush` (inside a transaction block of the caller's, the
+  block's start waited: its statements do not wait again);
 - a part that cannot be written (after the store's bounded retry) is never lost silently:
   the next call of the store (:meth:`Store.flush`, :meth:`Store.save_tool_part`, any other,
   :meth:`Store.close`) raises its :class:`~hookcode.store.records.StoreError`, once;

@@ -59,7 +59,12 @@ class WriteBehind(Generic[K, V]):
         self._closing = False
 
     def __repr__(self) -> str:
-        return f"<{type(self).__name__} {self._name}: {self._queued - self._ended} waiting>"
+        return f"<{type(self).__name__} {self._name}: {self.waiting} waiting>"
+
+    @property
+    def waiting(self) -> int:
+        """How many queued writes have not ended yet (neither written nor failed)."""
+        return self._queued - self._ended
 
     def submit(self, key: K, value: V) -> None:
         """Queue ``value`` under ``key`` and return (blocking while the queue is full). A

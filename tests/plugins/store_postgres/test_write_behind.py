@@ -34,6 +34,15 @@ def _locked(url: str) -> psycopg.Connection:
     return conn
 
 
+def _given_up(store: PostgresStore) -> None:
+    """Wait until the store's writer has ended every queued write (here: failed it)."""
+    assert store.behind is not None
+    deadline = time.monotonic() + 30
+    while store.behind.waiting and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert not store.behind.waiting
+
+
 def test_a_save_returns_before_the_commit_and_any_thread_reads_it_after(
     store: PostgresStore, postgres_url: str
 ) -> None:
@@ -160,7 +169,7 @@ def test_a_part_the_server_never_took_fails_the_next_call_once(private_cluster: 
 
         # the next call of any kind raises it: here a read, once the server is back
         store.save_tool_part(_part("call_lost_2", session.id, "completed"))
-        time.sleep(4)  # the writer gives up after its 1 s bound
+        _given_up(store)  # the writer gives up after its 1 s bound
         private_cluster.resume()
         with pytest.raises(StoreError, match="tool part\\(s\\) not saved: call_lost_2"):
             store.get_session(session.id)
@@ -169,7 +178,7 @@ def test_a_part_the_server_never_took_fails_the_next_call_once(private_cluster: 
         # and a save raises it (queueing nothing), as does close
         private_cluster.halt()
         store.save_tool_part(_part("call_lost_3", session.id, "completed"))
-        time.sleep(4)
+        _given_up(store)
         private_cluster.resume()
         with pytest.raises(StoreError, match="not saved: call_lost_3"):
             store.save_tool_part(_part("call_4", session.id, "completed"))
@@ -221,3 +230,19 @@ def test_close_commits_the_queue_for_the_next_process(postgres_url: str) -> None
         [sys.executable, "-c", script], capture_output=True, text=True, timeout=60, check=True
     )
     assert done.stdout.split() == ["300", "call_299", "299"]
+
+
+def test_tools_call_stores_its_part_before_it_exits(hookcode_env: Any, postgres_url: str) -> None:
+    """``hookcode tools call``: one call and the process ends; its part is committed."""
+    hookcode_env.env["HOOKCODE_LOAD_PLUGINS"] = "policy_rules,tool_read,store_postgres"
+    hookcode_env.env["HOOKCODE_STORE"] = postgres_url
+    (hookcode_env.project / "a.txt").write_text("hello\n")
+    done = subprocess.run(
+        [sys.executable, "-m", "hookcode", "-C", str(hookcode_env.project), "tools", "call",
+         "read", '{"filePath": "a.txt"}'],
+        capture_output=True, text=True, env=hookcode_env.env, timeout=120,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    with psycopg.connect(postgres_url) as conn:
+        rows = conn.execute("SELECT tool, state FROM tool_parts").fetchall()
+    assert rows == [("read", "completed")]

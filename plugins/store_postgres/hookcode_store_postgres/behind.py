@@ -38,7 +38,7 @@ V = TypeVar("V")
 
 class WriteBehind(Generic[K, V]):
     """A queue of writes ``write`` commits in batches on a thread of its own; ``name`` (the
-    store's location, password masked) names it in errors and in the thread's name."""
+    store, its password masked) names it in errors."""
 
     def __init__(
         self, write: Callable[[list[V]], None], *, name: str, capacity: int = CAPACITY
@@ -81,7 +81,7 @@ class WriteBehind(Generic[K, V]):
             self._queued += 1
             if self._thread is None:
                 self._thread = threading.Thread(
-                    target=self._drain, name=f"hookcode-store-writer {self._name}", daemon=True
+                    target=self._drain, name="hookcode-store-writer", daemon=True
                 )
                 self._thread.start()
             self._cond.notify_all()

@@ -74,7 +74,9 @@ class MessageStore(Database):
 
     def __init__(self, url: str, migrations: Sequence[str], *, retry_seconds: float) -> None:
         super().__init__(url, migrations, retry_seconds=retry_seconds)
-        self.behind = WriteBehind[str, list[Any]](self._write_tool_parts, name=self.location)
+        self.behind = WriteBehind[str, list[Any]](
+            self._write_tool_parts, name=f"PostgreSQL store {self.location}"
+        )
 
     # -- tool parts ----------------------------------------------------------------------------
 

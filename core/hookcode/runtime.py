@@ -642,8 +642,9 @@ class Runtime:
         if self._processes is not None:
             self._processes.close()
         if self._store is not None:
-            self._store.close()
-            self._store = None
+            # what the store writes behind is committed now: a failure to do so raises here
+            store, self._store = self._store, None
+            store.close()
 
     def __enter__(self) -> Runtime:
         return self

@@ -12,7 +12,9 @@ lives in a temporary directory, deleted afterwards.
 - dispatch: ``bench_dispatch.py``'s runtime (5 before + 5 after hooks, a wrapper, 100
   permission rules; the store records each call: its running part, then its result), once
   with the SQLite file and once with ``HOOKCODE_STORE`` naming the database; batches of
-  ``--batch`` sequential calls alternate between the two, the median batch per call.
+  ``--batch`` sequential calls alternate between the two, the median batch per call. Each
+  batch ends with ``store.flush()``: the tool parts the PostgreSQL store writes behind are
+  committed inside the measured time (SQLite's flush does nothing).
   Budget: PostgreSQL within 2x of SQLite.
 - fleet: ``--runs`` headless ``hookcode run`` processes started at once, each with the
   scripted model making ``--calls`` tool calls (``read`` of a different small file each, one
@@ -360,7 +362,7 @@ def us(seconds: float) -> str:
 
 
 def main() -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(description=(__doc__ or "").splitlines()[0])
     parser.add_argument("--only", default="dispatch,fleet,list")
     parser.add_argument("--batch", type=int, default=2000, help="dispatch: calls per batch")
     parser.add_argument("--runs", type=int, default=50, help="fleet: concurrent runs")

@@ -57,7 +57,9 @@ def test_tool_part_defaults_roundtrip(store: Store) -> None:
 def test_tool_part_for_unknown_session_fails(backend: Backend, store: Store) -> None:
     with pytest.raises(StoreError, match=backend.name):
         store.save_tool_part(ToolPartRecord(id="c", session_id="ses_x", tool="t", state="pending"))
-    assert store.get_tool_part("c") is None
+        store.flush()  # a store writing tool parts behind raises the failure here
+    assert store.get_tool_part("c") is None  # and once: this call does not raise it again
+    store.flush()
 
 
 def test_tool_parts_insertion_order(store: Store) -> None:
@@ -97,3 +99,24 @@ def test_mark_interrupted(store: Store) -> None:
     assert store.mark_interrupted(other.id, "process died") == 1
     o1 = store.get_tool_part("o1")
     assert o1 is not None and o1.error == "process died"
+
+
+def test_a_saved_part_is_there_for_the_next_call_in_any_thread(store: Store) -> None:
+    """However a store writes a tool part (at once, or behind), the next call that asks for
+    it finds it, whichever thread asks; flush() returns with everything committed."""
+    import threading
+
+    s = store.create_session(project="p", directory="/d")
+    for n in range(50):
+        store.save_tool_part(ToolPartRecord(id=f"c{n}", session_id=s.id, tool="t", state="x"))
+        found: list[ToolPartRecord | None] = []
+        reader = threading.Thread(
+            target=lambda n=n, found=found: found.append(store.get_tool_part(f"c{n}"))
+        )
+        reader.start()
+        reader.join(30)
+        assert found and found[0] is not None and found[0].id == f"c{n}"
+    store.save_tool_part(ToolPartRecord(id="c0", session_id=s.id, tool="t", state="completed"))
+    store.flush()
+    assert store.counts()["tool_parts"] == 50
+    assert [p.state for p in store.tool_parts(s.id)] == ["completed"] + ["x"] * 49

@@ -198,6 +198,10 @@ def register(app: typer.Typer, state: CliState) -> None:
             )
 
         outcome = asyncio.run(call())
+        try:  # the call's tool part is committed (a store may write it behind) before it shows
+            rt.store.flush()
+        except HookcodeError as exc:
+            raise fail(str(exc)) from None
         with contextlib.suppress(OSError):  # a closed terminal (SIGHUP) takes no output
             _print_outcome(
                 rt, name, outcome, session.id, agent=agent_name, as_json=as_json, yes=yes

@@ -286,6 +286,9 @@ class Database:
         exception); the store's own write methods called inside join it."""
         return self._write()
 
+    def flush(self) -> None:
+        """Nothing to wait for: every write was committed before its method returned."""
+
     @contextmanager
     def _reading(self) -> Iterator[None]:
         """Several reads that see one snapshot of the database (one read transaction; inside

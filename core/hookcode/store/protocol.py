@@ -9,7 +9,8 @@ given the configured URL (``store = "..."`` in the config, or ``HOOKCODE_STORE``
 The contract every implementation keeps (``tests/store_contract`` checks it against each):
 
 - every write method is its own transaction, committed before it returns, unless it runs inside
-  :meth:`Store.transaction`, whose writes commit together at its end (or not at all);
+  :meth:`Store.transaction`, whose writes commit together at its end (or not at all); with
+  one exception a store MAY make, below;
 - records come back as they were written: JSON values as JSON-compatible Python values, times as
   float epoch seconds, text exactly (a lone surrogate, which no UTF-8 database holds, is
   stored as ``?``; so is a NUL character in a column PostgreSQL keeps as text);
@@ -18,6 +19,28 @@ The contract every implementation keeps (``tests/store_contract`` checks it agai
   :class:`~hookcode.store.records.SessionBusy`;
 - several processes, on one machine or several, may use one store at once; a session is run by
   the holder of its lease (:meth:`Store.lock_session`), which expires unless renewed.
+
+**Tool parts written behind.** A store MAY commit :meth:`Store.save_tool_part` after it
+returned (the PostgreSQL store does: a tool call would otherwise wait for a round trip to the
+server, twice), and only on these terms:
+
+- inside a :meth:`Store.transaction` block of the calling thread the save is one of the
+  block's writes, as always;
+- outside one, the part is queued and the call returns; the queue is written in the order the
+  parts were saved (a part saved again before it was written: its last state, at the place of
+  its first), and it is bounded (a save waits while it is full);
+- every other method, in any thread (reads, writes, :meth:`Store.transaction`,
+  :meth:`Store.counts`, the exports, the leases, an audit log's appends), first waits until
+  the parts queued so far are committed, so nobody sees the store without a part saved
+  before: that wait is :meth:`Store.flush` (inside a transaction block of the caller's, the
+  block's start waited: its statements do not wait again);
+- a part that cannot be written (after the store's bounded retry) is never lost silently:
+  the next call of the store (:meth:`Store.flush`, :meth:`Store.save_tool_part`, any other,
+  :meth:`Store.close`) raises its :class:`~hookcode.store.records.StoreError`, once;
+- :meth:`Store.close` flushes first (and raises such a failure), so a process that closes its
+  store has every part committed.
+
+A store that writes everything before returning (SQLite) has nothing to flush.
 """
 
 from __future__ import annotations
@@ -53,7 +76,14 @@ class Store(Protocol):
         ...
 
     def close(self) -> None:
-        """Release the connection(s); idempotent."""
+        """Commit what is written behind (:meth:`flush`, raising its failure), then release
+        the connection(s); idempotent."""
+        ...
+
+    def flush(self) -> None:
+        """Return once every tool part saved so far (by any thread) is committed; raise the
+        StoreError of a save that could not be written, once. A no-op for a store that writes
+        before returning (SQLite's)."""
         ...
 
     def transaction(self) -> contextlib.AbstractContextManager[Any]:
@@ -192,7 +222,9 @@ class Store(Protocol):
         ...
 
     def save_tool_part(self, part: ToolPartRecord) -> None:
-        """Insert or replace the tool part with ``part.id``; a replaced part keeps its place."""
+        """Insert or replace the tool part with ``part.id``; a replaced part keeps its place.
+        It may be committed after the call returned (see the module's notes, "written
+        behind"); it is before any other call of the store does anything."""
         ...
 
     def get_tool_part(self, id: str) -> ToolPartRecord | None: ...

@@ -24,6 +24,16 @@ retry, except :meth:`~hookcode_store_postgres.postgres_store.PostgresStore.add_s
 counters may count one message twice) and the counts that ``mark_interrupted`` and
 ``recover_session`` return (the second run finds nothing left to mark).
 
+**Writes behind.** A subclass may queue writes to be committed after their method returned
+(:attr:`Database.behind`, a :class:`~hookcode_store_postgres.behind.WriteBehind`; the store
+queues its tool-part saves there). Every statement :meth:`Database.run` runs for a caller, and
+every :meth:`Database.transaction` block, first waits until the writes queued so far are
+committed (:meth:`Database.flush`): whatever a caller reads or writes comes after every write
+queued before it, from any thread. Statements inside an open block do not wait again (the
+block's start did; waiting inside could wait for rows the block itself holds locked), but a
+queued write's failure is raised by the next call either way. :meth:`Database.close` flushes
+first.
+
 **Secrets.** The URL's password is never in a message, a repr or a log line: the store is
 named by :attr:`Database.location` (the URL with the password masked), and error texts are
 scrubbed of the password before they are raised. Every other libpq option in the URL
@@ -53,12 +63,15 @@ from hookcode.store import storable as utf8_storable
 if TYPE_CHECKING:
     import psycopg
 
+    from hookcode_store_postgres.behind import WriteBehind
+
 __all__ = [
     "CONNECT_TIMEOUT",
     "POOL_MAX_SIZE",
     "RETRY_SECONDS",
     "RETRY_VARIABLE",
     "Database",
+    "Unreachable",
     "apply_migrations",
     "execute",
     "storable",
@@ -141,6 +154,10 @@ def _transient(exc: BaseException, conn: psycopg.Connection | None) -> bool:
     return state in _TRANSIENT_STATES or state[:2] in _TRANSIENT_CLASSES
 
 
+class Unreachable(StoreError):
+    """The store could not be reached for its whole retry bound (the message says so)."""
+
+
 @dataclass
 class _Pinned:
     """A thread's :meth:`Database.transaction`: its nesting depth, the connection it holds
@@ -170,6 +187,8 @@ class Database:
         self.retry_seconds = retry_seconds
         self._local = threading.local()
         self._closed = False
+        #: the writes queued to be committed after their method returned (a subclass's)
+        self.behind: WriteBehind[Any, Any] | None = None
         #: connections made outside the pool (see :meth:`_attempt`), closed after their use
         self._own: set[psycopg.Connection] = set()
         try:
@@ -213,7 +232,7 @@ class Database:
 
     def _unreachable(self, cause: BaseException | None) -> StoreError:
         reason = self._text(cause) if cause is not None else "no connection"
-        return StoreError(
+        return Unreachable(
             f"PostgreSQL store {self.location} unreachable for {self.retry_seconds:g} s: {reason}"
         )
 
@@ -260,14 +279,29 @@ class Database:
 
     # -- running statements --------------------------------------------------------------------
 
+    def flush(self) -> None:
+        """Wait until the writes queued behind (:attr:`behind`) so far are committed; raise
+        the StoreError of one that failed (once). Inside this thread's :meth:`transaction`
+        block only the failure is raised: the block's start waited already."""
+        behind = self.behind
+        if behind is not None:
+            behind.flush(wait=getattr(self._local, "pinned", None) is None)
+
     def run(self, work: Callable[[psycopg.Connection], T], *, atomic: bool = False) -> T:
         """``work(conn)``: in the calling thread's :meth:`transaction` if one is open, else on
         a pooled connection (in a transaction of its own when ``atomic``), retried on a fresh
-        connection while the connection is lost, for at most :attr:`retry_seconds`.
+        connection while the connection is lost, for at most :attr:`retry_seconds`. First,
+        the writes queued behind are committed (:meth:`flush`).
 
         ``work`` must be safe to run again after a lost connection (see the module's notes);
         psycopg errors become :class:`StoreError`, anything else ``work`` raises passes.
         """
+        self.flush()
+        return self.run_now(work, atomic=atomic)
+
+    def run_now(self, work: Callable[[psycopg.Connection], T], *, atomic: bool = False) -> T:
+        """:meth:`run` without waiting for the writes queued behind: how the writer thread
+        commits them."""
         pinned: _Pinned | None = getattr(self._local, "pinned", None)
         if pinned is not None and (pinned.conn is not None or pinned.failed is not None):
             return self._in_transaction(pinned, work)
@@ -355,6 +389,7 @@ class Database:
                 pinned.depth -= 1
             return
         self._check_open()
+        self.flush()
         pinned = self._local.pinned = _Pinned(depth=1)
         try:
             yield
@@ -435,11 +470,16 @@ class Database:
         return int(rows[0][0]) if rows else 0
 
     def close(self) -> None:
-        """Close the pool's connections (idempotent)."""
+        """Commit the writes queued behind (raising the StoreError of one that failed), then
+        close the pool's connections (idempotent)."""
         if self._closed:
             return
-        self._closed = True
-        self._pool.close()
+        try:
+            if self.behind is not None:
+                self.behind.close()
+        finally:
+            self._closed = True
+            self._pool.close()
 
     def __enter__(self) -> Self:
         return self

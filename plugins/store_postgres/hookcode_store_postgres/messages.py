@@ -1,17 +1,27 @@
 """The PostgreSQL store's record of a conversation: the messages of sessions, their parts in
 order, and the state of each tool call (``tool_parts``), with exactly the SQLite store's
 semantics (:mod:`hookcode.store.message_store`). Part of
-:class:`~hookcode_store_postgres.postgres_store.PostgresStore`."""
+:class:`~hookcode_store_postgres.postgres_store.PostgresStore`.
+
+Tool parts are saved behind (:mod:`hookcode_store_postgres.behind`): outside a
+:meth:`~hookcode_store_postgres.database.Database.transaction` block,
+:meth:`MessageStore.save_tool_part` queues the part and returns, and one thread per store
+writes what is queued in one statement (a multi-row upsert; a part saved twice meanwhile is
+written with its last state, at the place of its first). Every other call of the store waits
+for the queue first, and a part that could not be written fails the next call with its
+StoreError (see :class:`~hookcode_store_postgres.behind.WriteBehind`)."""
 
 from __future__ import annotations
 
 import json
 import time
+from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
-from hookcode.store import ToolPartRecord, dumps
+from hookcode.store import StoreError, ToolPartRecord, dumps
 
-from hookcode_store_postgres.database import Database, execute
+from hookcode_store_postgres.behind import WriteBehind
+from hookcode_store_postgres.database import Database, Unreachable, execute
 
 if TYPE_CHECKING:
     import psycopg
@@ -35,13 +45,21 @@ _PART_COLUMNS = (
 )
 _PART_JSON_COLUMNS = frozenset({"input", "metadata", "attachments"})
 _PART_FIELDS = ", ".join(_PART_COLUMNS)
-_PART_UPSERT = (
-    f"INSERT INTO tool_parts ({_PART_FIELDS}) VALUES ({', '.join(['%s'] * len(_PART_COLUMNS))}) "
-    "ON CONFLICT (id) DO UPDATE SET "
-    + ", ".join(f"{name} = excluded.{name}" for name in _PART_COLUMNS[1:])
+_PART_ROW = f"({', '.join(['%s'] * len(_PART_COLUMNS))})"
+_PART_CONFLICT = " ON CONFLICT (id) DO UPDATE SET " + ", ".join(
+    f"{name} = excluded.{name}" for name in _PART_COLUMNS[1:]
 )
+_PART_UPSERT = f"INSERT INTO tool_parts ({_PART_FIELDS}) VALUES {_PART_ROW}{_PART_CONFLICT}"
+#: the part ids a failed batch names in its error at most
+_NAMED_PARTS = 5
 #: the columns of a tool part as :class:`~hookcode.store.records.SessionExport` carries it
 _EXPORT_COLUMNS = (*_PART_COLUMNS, "raw", "compacted")
+
+
+def _upsert(rows: int) -> str:
+    """The statement inserting or replacing ``rows`` tool parts (distinct ids), in order."""
+    values = ", ".join([_PART_ROW] * rows)
+    return f"INSERT INTO tool_parts ({_PART_FIELDS}) VALUES {values}{_PART_CONFLICT}"
 
 
 def _part_values(part: dict[str, Any], columns: tuple[str, ...]) -> list[Any]:
@@ -54,13 +72,66 @@ class MessageStore(Database):
     """Messages, parts and tool parts: the :class:`~hookcode.store.Store` methods that keep a
     session's conversation."""
 
+    def __init__(self, url: str, migrations: Sequence[str], *, retry_seconds: float) -> None:
+        super().__init__(url, migrations, retry_seconds=retry_seconds)
+        self.behind = WriteBehind[str, list[Any]](
+            self._write_tool_parts, name=f"PostgreSQL store {self.location}"
+        )
+
     # -- tool parts ----------------------------------------------------------------------------
 
     def save_tool_part(self, part: ToolPartRecord) -> None:
         """Insert or replace the part with ``part.id``; a replaced part keeps its position.
-        One statement (idempotent on retry)."""
+
+        Inside this thread's :meth:`transaction` block, a statement of the block. Outside
+        one, the part is queued and written behind (see the module's notes): the method
+        returns before it is committed, every later call of the store waits for it, and a
+        failure to write it is raised by the next call (and by :meth:`flush`, :meth:`close`).
+        A call that raises (an earlier part's failure, a full queue's wait ending in one)
+        queued nothing."""
         values = _part_values(vars(part), _PART_COLUMNS)
-        self.run(lambda conn: execute(conn, _PART_UPSERT, values))
+        if getattr(self._local, "pinned", None) is not None:
+            self.run(lambda conn: execute(conn, _PART_UPSERT, values))
+            return
+        self._check_open()
+        assert self.behind is not None
+        self.behind.submit(part.id, values)
+
+    def _write_tool_parts(self, rows: list[list[Any]]) -> None:
+        """Write queued tool parts (their column values, distinct ids, oldest first): one
+        statement, retried while the server is unreachable (idempotent). When it fails
+        otherwise (a part refused by a constraint: its session deleted), each part is
+        written alone, so that only the refused ones are lost; the error names them."""
+        values = [value for row in rows for value in row]
+        try:
+            self.run_now(lambda conn: execute(conn, _upsert(len(rows)), values))
+            return
+        except Unreachable as exc:
+            raise self._unsaved(exc, rows) from None
+        except StoreError as exc:
+            if len(rows) == 1:
+                raise self._unsaved(exc, rows) from None
+        first: StoreError | None = None
+        failed: list[list[Any]] = []
+        for i, row in enumerate(rows):
+            try:
+                self.run_now(lambda conn, row=row: execute(conn, _PART_UPSERT, row))
+            except StoreError as exc:
+                first = first or exc
+                if isinstance(exc, Unreachable):  # each would wait as long: give up on all
+                    failed += rows[i:]
+                    break
+                failed.append(row)
+        if first is not None:
+            raise self._unsaved(first, failed)
+
+    @staticmethod
+    def _unsaved(exc: StoreError, rows: list[list[Any]]) -> StoreError:
+        """``exc`` naming the tool parts it left unsaved."""
+        ids = ", ".join(str(row[0]) for row in rows[:_NAMED_PARTS])
+        if len(rows) > _NAMED_PARTS:
+            ids += f" and {len(rows) - _NAMED_PARTS} more"
+        return StoreError(f"{exc}; tool part(s) not saved: {ids}")
 
     @staticmethod
     def _part(row: tuple[Any, ...]) -> ToolPartRecord:

@@ -131,6 +131,7 @@ def test_json_is_stored_as_written(store: Store, sql: Any) -> None:
     store.save_tool_part(
         ToolPartRecord(id="c", session_id=s.id, tool="t", state="running", input=value)
     )
+    store.flush()  # written behind: committed once flush returns (read here past the store)
     stored = sql.execute("SELECT input FROM tool_parts WHERE id = 'c'").fetchone()[0]
     assert stored == json.dumps(value, ensure_ascii=False)
 

@@ -35,8 +35,10 @@ server, twice), and only on these terms:
   before: that wait is :meth:`Store.flush` (inside a transaction block of the caller's, the
   block's start waited: its statements do not wait again);
 - a part that cannot be written (after the store's bounded retry) is never lost silently:
-  the next call of the store (:meth:`Store.flush`, :meth:`Store.save_tool_part`, any other,
-  :meth:`Store.close`) raises its :class:`~hookcode.store.records.StoreError`, once;
+  every later call of the store (:meth:`Store.flush`, :meth:`Store.save_tool_part`, any
+  other, :meth:`Store.close`), in every thread, raises its
+  :class:`~hookcode.store.records.StoreError` (raised once, a background thread that reports
+  store errors and goes on could take it, and the run would go on without the result);
 - :meth:`Store.close` flushes first (and raises such a failure), so a process that closes its
   store has every part committed.
 
@@ -82,7 +84,7 @@ class Store(Protocol):
 
     def flush(self) -> None:
         """Return once every tool part saved so far (by any thread) is committed; raise the
-        StoreError of a save that could not be written, once. A no-op for a store that writes
+        StoreError of a save that could not be written (every time, from then on). A no-op for a store that writes
         before returning (SQLite's)."""
         ...
 

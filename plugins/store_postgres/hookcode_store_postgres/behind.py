@@ -12,8 +12,12 @@ the batch inserts keep the order they were first saved in). Its guarantees:
   written (the store calls it before any other work: no caller sees the store without a
   write queued before);
 - a write that fails (``write`` raised, after the store's own retries) is not lost silently:
-  its :class:`~hookcode.store.records.StoreError` is raised, once, by the next
-  :meth:`~WriteBehind.flush`, :meth:`~WriteBehind.submit` or :meth:`~WriteBehind.close`;
+  its :class:`~hookcode.store.records.StoreError` is raised by EVERY later
+  :meth:`~WriteBehind.flush`, :meth:`~WriteBehind.submit` and :meth:`~WriteBehind.close`, in
+  every thread, and nothing more is queued. Raising it once would let whichever thread
+  called next (a lease renewal, an audit record, both of which report a store error and go
+  on) take it, and the run would go on without the result it could not store; a run whose
+  store lost a write stops instead (the store's user opens another store to go on);
 - at most ``capacity`` writes wait at once: :meth:`~WriteBehind.submit` blocks while the
   queue is full (back-pressure, not unbounded memory);
 - :meth:`WriteBehind.close` lets the thread write everything queued, then stops it.
@@ -53,7 +57,7 @@ class WriteBehind(Generic[K, V]):
         #: failed); both only grow, ``_ended`` never past ``_queued``
         self._queued = 0
         self._ended = 0
-        #: the failures no call has raised yet, oldest first
+        #: the writes that failed, oldest first: each later call raises the first (sticky)
         self._failures: list[StoreError] = []
         self._thread: threading.Thread | None = None
         self._closing = False
@@ -88,8 +92,8 @@ class WriteBehind(Generic[K, V]):
 
     def flush(self, *, wait: bool = True) -> None:
         """Wait until every write queued before this call has ended, then raise the first
-        failure no call has raised yet (naming how many more there were). ``wait=False``:
-        raise a failure only, waiting for nothing."""
+        failure there was (naming how many more there were), if any. ``wait=False``: raise a
+        failure only, waiting for nothing."""
         # the fast path, without the lock: read ``_ended`` first (both only grow, so when it
         # equals ``_queued`` read after it, every write queued before this call has ended)
         if self._ended == self._queued and not self._failures:
@@ -102,8 +106,8 @@ class WriteBehind(Generic[K, V]):
             self._raise_failures()
 
     def close(self) -> None:
-        """Refuse new writes, let the thread write everything queued and stop, then raise a
-        failure no call has raised yet; idempotent."""
+        """Refuse new writes, let the thread write everything queued and stop, then raise the
+        failure there was, if any; idempotent."""
         with self._cond:
             self._closing = True
             self._cond.notify_all()
@@ -139,10 +143,10 @@ class WriteBehind(Generic[K, V]):
                 self._cond.notify_all()
 
     def _raise_failures(self) -> None:
-        """Raise (and forget) the failures no call has raised yet; the lock is held."""
+        """Raise the first failure there was (they stay: every later call raises it); the lock
+        is held."""
         if not self._failures:
             return
         first, more = self._failures[0], len(self._failures) - 1
-        self._failures = []
         text = f"{first} (and {more} later write(s) failed too)" if more else str(first)
         raise StoreError(text) from None

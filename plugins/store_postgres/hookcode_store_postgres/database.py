@@ -281,7 +281,7 @@ class Database:
 
     def flush(self) -> None:
         """Wait until the writes queued behind (:attr:`behind`) so far are committed; raise
-        the StoreError of one that failed (once). Inside this thread's :meth:`transaction`
+        the StoreError of one that failed (every time, from then on). Inside this thread's :meth:`transaction`
         block only the failure is raised: the block's start waited already."""
         behind = self.behind
         if behind is not None:

@@ -34,15 +34,6 @@ def _locked(url: str) -> psycopg.Connection:
     return conn
 
 
-def _given_up(store: PostgresStore) -> None:
-    """Wait until the store's writer has ended every queued write (here: failed it)."""
-    assert store.behind is not None
-    deadline = time.monotonic() + 30
-    while store.behind.waiting and time.monotonic() < deadline:
-        time.sleep(0.05)
-    assert not store.behind.waiting
-
-
 def test_a_save_returns_before_the_commit_and_any_thread_reads_it_after(
     store: PostgresStore, postgres_url: str
 ) -> None:
@@ -148,7 +139,10 @@ def test_a_full_queue_holds_the_saver_back(store: PostgresStore, postgres_url: s
     assert len(store.tool_parts(session.id)) == CAPACITY + 1
 
 
-def test_a_part_the_server_never_took_fails_the_next_call_once(private_cluster: Any) -> None:
+def test_a_part_the_server_never_took_fails_every_later_call(private_cluster: Any) -> None:
+    """Sticky: every later call, in every thread, raises the failure (raised once, a lease's
+    renewal thread, which reports a store error and goes on, could take it and the run would
+    go on without the result); close raises it too and still closes."""
     url = private_cluster.url.replace("postgres@", f"postgres:{PASSWORD}@")
     store = PostgresStore(url, retry_seconds=1)
     try:
@@ -165,38 +159,48 @@ def test_a_part_the_server_never_took_fails_the_next_call_once(private_cluster: 
         assert message.startswith(f"PostgreSQL store {store.location} unreachable for 1 s: ")
         assert message.endswith("tool part(s) not saved: call_lost")
         assert PASSWORD not in message and "\n" not in message
-        store.flush()  # raised once
-
-        # the next call of any kind raises it: here a read, once the server is back
-        store.save_tool_part(_part("call_lost_2", session.id, "completed"))
-        _given_up(store)  # the writer gives up after its 1 s bound
         private_cluster.resume()
-        with pytest.raises(StoreError, match="tool part\\(s\\) not saved: call_lost_2"):
-            store.get_session(session.id)
-        assert [p.id for p in store.tool_parts(session.id)] == ["call_ok"]
 
-        # and a save raises it (queueing nothing), as does close
-        private_cluster.halt()
-        store.save_tool_part(_part("call_lost_3", session.id, "completed"))
-        _given_up(store)
-        private_cluster.resume()
-        with pytest.raises(StoreError, match="not saved: call_lost_3"):
-            store.save_tool_part(_part("call_4", session.id, "completed"))
-        store.save_tool_part(_part("call_5", session.id, "completed"))
-        assert [p.id for p in store.tool_parts(session.id)] == ["call_ok", "call_5"]
-        private_cluster.halt()
-        store.save_tool_part(_part("call_lost_6", session.id, "completed"))
-        with pytest.raises(StoreError, match="not saved: call_lost_6"):
+        # from then on every call raises it, the server back or not, in any thread
+        seen: list[str] = []
+
+        def other_thread() -> None:
+            try:
+                store.renew_session_lock(session.id)
+            except StoreError as exc:
+                seen.append(str(exc))
+
+        thread = threading.Thread(target=other_thread)
+        thread.start()
+        thread.join(30)
+        assert seen == [message]
+        for call in (
+            store.flush,
+            lambda: store.get_session(session.id),
+            lambda: store.save_tool_part(_part("call_next", session.id, "completed")),
+        ):
+            with pytest.raises(StoreError) as again:
+                call()
+            assert str(again.value) == message
+        with pytest.raises(StoreError) as at_close:
             store.close()
-        with pytest.raises(StoreError, match="closed"):
+        assert str(at_close.value) == message
+        with pytest.raises(StoreError):  # closed (and failed)
             store.get_session(session.id)
     finally:
         store.close()
+    # nothing after the failure was written; another store (the session run again) goes on
+    fresh = PostgresStore(url)
+    try:
+        assert [p.id for p in fresh.tool_parts(session.id)] == ["call_ok"]
+    finally:
+        fresh.close()
 
 
-def test_a_refused_part_is_lost_alone(store: PostgresStore, postgres_url: str) -> None:
+def test_a_refused_part_is_lost_alone(postgres_url: str) -> None:
     """A batch the server refuses (one part's session is gone) is written part by part: the
     others are kept, the error names the refused one."""
+    store = PostgresStore(postgres_url)
     session = store.create_session(project="p", directory="/d")
     lock = _locked(postgres_url)
     try:  # the three parts wait behind the lock, to be written as one batch
@@ -208,7 +212,13 @@ def test_a_refused_part_is_lost_alone(store: PostgresStore, postgres_url: str) -
         lock.close()
     with pytest.raises(StoreError, match=r"not saved: call_orphan$"):
         store.flush()
-    assert [p.id for p in store.tool_parts(session.id)] == ["call_1", "call_3"]
+    with pytest.raises(StoreError, match=r"not saved: call_orphan$"):
+        store.close()  # closed all the same
+    fresh = PostgresStore(postgres_url)  # this store stays failed (sticky): read with another
+    try:
+        assert [p.id for p in fresh.tool_parts(session.id)] == ["call_1", "call_3"]
+    finally:
+        fresh.close()
 
 
 def test_close_commits_the_queue_for_the_next_process(postgres_url: str) -> None:

@@ -10,6 +10,7 @@ import time
 from typing import Any
 
 from hookcode.store.database import Database, dumps, execute, storable
+from hookcode.store.queries import MESSAGE_COLUMNS, PART_COLUMNS, assembled_messages
 from hookcode.store.records import StoreError, ToolPartRecord
 
 __all__ = ["MessageStore"]
@@ -155,47 +156,16 @@ class MessageStore(Database):
     def messages(self, session_id: str) -> list[dict[str, Any]]:
         """The session's messages in order, each with its ``parts`` in order (tool parts with
         their ``state`` from ``tool_parts``); plain JSON-compatible dicts."""
-        out: list[dict[str, Any]] = []
-        by_id: dict[str, dict[str, Any]] = {}
-        for id, role, created, data in self._query(
-            "SELECT id, role, created, data FROM messages WHERE session_id = ? ORDER BY seq",
-            (session_id,),
-        ):
-            message = {"id": id, "session_id": session_id, "role": role, "created": created}
-            message.update(json.loads(data))
-            message["parts"] = []
-            by_id[id] = message
-            out.append(message)
-        rows = self._query(
-            "SELECT p.id, p.message_id, p.type, p.data, t.tool, t.state, t.input, t.raw, "
-            "t.output, t.title, t.metadata, t.attachments, t.error, t.time_start, t.time_end, "
-            "t.compacted FROM parts p LEFT JOIN tool_parts t ON t.id = json_extract(p.data, "
-            "'$.call_id') WHERE p.session_id = ? ORDER BY p.seq",
+        messages = self._query(
+            f"SELECT {MESSAGE_COLUMNS} FROM messages WHERE session_id = ? ORDER BY seq",
             (session_id,),
         )
-        for row in rows:
-            message = by_id.get(row[1])
-            if message is None:
-                continue
-            part: dict[str, Any] = {"id": row[0], "type": row[2]}
-            part.update(json.loads(row[3]))
-            if row[2] == "tool":
-                if row[5] is None:  # the call's state row is missing: nothing to show
-                    continue
-                part["tool"] = row[4]
-                part["state"] = {
-                    "status": row[5],
-                    "input": json.loads(row[6]) if row[6] else {},
-                    "raw": row[7],
-                    "output": row[8],
-                    "error": row[12],
-                    "title": row[9],
-                    "metadata": json.loads(row[10]) if row[10] and row[10] != "{}" else {},
-                    "attachments": json.loads(row[11]) if row[11] and row[11] != "[]" else [],
-                    "time": {"start": row[13], "end": row[14], "compacted": row[15]},
-                }
-            message["parts"].append(part)
-        return out
+        parts = self._query(
+            f"SELECT {PART_COLUMNS} FROM parts p LEFT JOIN tool_parts t "
+            "ON t.id = json_extract(p.data, '$.call_id') WHERE p.session_id = ? ORDER BY p.seq",
+            (session_id,),
+        )
+        return assembled_messages(session_id, messages, parts)
 
     def recover_session(self, session_id: str, message: str = "Tool execution aborted") -> int:
         """After a process died mid-step: its pending/running tool parts become errors with

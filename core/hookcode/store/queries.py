@@ -27,11 +27,14 @@ from hookcode.store.records import ApprovalRecord, SessionRecord, current_user
 __all__ = [
     "APPROVAL_COLUMNS",
     "COUNTED",
+    "MESSAGE_COLUMNS",
+    "PART_COLUMNS",
     "SESSION_COLUMNS",
     "UPDATABLE_SESSION_FIELDS",
     "USAGE_FIELDS",
     "Queries",
     "approval_key",
+    "assembled_messages",
     "counted",
     "exported_todo_rows",
     "first_session",
@@ -315,3 +318,52 @@ def state_values(rows: list[tuple[Any, ...]]) -> dict[str, Any]:
 def counted(row: tuple[Any, ...]) -> dict[str, int]:
     """The row read by :attr:`Queries.counts` by its keys."""
     return dict(zip(COUNTED, (int(n) for n in row), strict=True))
+
+
+#: the columns of a message row and of a part row joined with its tool part, in the order
+#: :func:`assembled_messages` reads them (each store selects them in its own dialect)
+MESSAGE_COLUMNS = "id, role, created, data"
+PART_COLUMNS = (
+    "p.id, p.message_id, p.type, p.data, t.tool, t.state, t.input, t.raw, t.output, t.title, "
+    "t.metadata, t.attachments, t.error, t.time_start, t.time_end, t.compacted"
+)
+
+
+def assembled_messages(
+    session_id: str, message_rows: list[Any], part_rows: list[Any]
+) -> list[dict[str, Any]]:
+    """A session's messages as :meth:`~hookcode.store.protocol.Store.messages` returns them,
+    from its message rows (:data:`MESSAGE_COLUMNS`) and part rows (:data:`PART_COLUMNS`, a
+    part joined with its tool part), each in order: a part of no listed message, or a tool
+    part whose state row is missing, is left out."""
+    out: list[dict[str, Any]] = []
+    by_id: dict[str, dict[str, Any]] = {}
+    for id, role, created, data in message_rows:
+        message = {"id": id, "session_id": session_id, "role": role, "created": created}
+        message.update(json.loads(data))
+        message["parts"] = []
+        by_id[id] = message
+        out.append(message)
+    for row in part_rows:
+        message = by_id.get(row[1])
+        if message is None:
+            continue
+        part: dict[str, Any] = {"id": row[0], "type": row[2]}
+        part.update(json.loads(row[3]))
+        if row[2] == "tool":
+            if row[5] is None:  # the call's state row is missing: nothing to show
+                continue
+            part["tool"] = row[4]
+            part["state"] = {
+                "status": row[5],
+                "input": json.loads(row[6]) if row[6] else {},
+                "raw": row[7],
+                "output": row[8],
+                "error": row[12],
+                "title": row[9],
+                "metadata": json.loads(row[10]) if row[10] and row[10] != "{}" else {},
+                "attachments": json.loads(row[11]) if row[11] and row[11] != "[]" else [],
+                "time": {"start": row[13], "end": row[14], "compacted": row[15]},
+            }
+        message["parts"].append(part)
+    return out

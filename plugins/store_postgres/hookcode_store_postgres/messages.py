@@ -19,6 +19,7 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
 from hookcode.store import StoreError, ToolPartRecord, dumps
+from hookcode.store.queries import MESSAGE_COLUMNS, PART_COLUMNS, assembled_messages
 
 from hookcode_store_postgres.behind import WriteBehind
 from hookcode_store_postgres.database import Database, Unreachable, execute
@@ -233,52 +234,19 @@ class MessageStore(Database):
         def read(conn: psycopg.Connection) -> tuple[list[Any], list[Any]]:
             messages = execute(
                 conn,
-                "SELECT id, role, created, data FROM messages WHERE session_id = %s ORDER BY seq",
+                f"SELECT {MESSAGE_COLUMNS} FROM messages WHERE session_id = %s ORDER BY seq",
                 [session_id],
             ).fetchall()
             parts = execute(
                 conn,
-                "SELECT p.id, p.message_id, p.type, p.data, t.tool, t.state, t.input, t.raw, "
-                "t.output, t.title, t.metadata, t.attachments, t.error, t.time_start, "
-                "t.time_end, t.compacted FROM parts p LEFT JOIN tool_parts t ON t.id = p.call_id "
-                "WHERE p.session_id = %s ORDER BY p.seq",
+                f"SELECT {PART_COLUMNS} FROM parts p LEFT JOIN tool_parts t "
+                "ON t.id = p.call_id WHERE p.session_id = %s ORDER BY p.seq",
                 [session_id],
             ).fetchall()
             return messages, parts
 
         # two statements, as SQLite's: a part whose message came after the first is left out
-        message_rows, part_rows = self.run(read)
-        out: list[dict[str, Any]] = []
-        by_id: dict[str, dict[str, Any]] = {}
-        for id, role, created, data in message_rows:
-            message = {"id": id, "session_id": session_id, "role": role, "created": created}
-            message.update(json.loads(data))
-            message["parts"] = []
-            by_id[id] = message
-            out.append(message)
-        for row in part_rows:
-            message = by_id.get(row[1])
-            if message is None:
-                continue
-            part: dict[str, Any] = {"id": row[0], "type": row[2]}
-            part.update(json.loads(row[3]))
-            if row[2] == "tool":
-                if row[5] is None:  # the call's state row is missing: nothing to show
-                    continue
-                part["tool"] = row[4]
-                part["state"] = {
-                    "status": row[5],
-                    "input": json.loads(row[6]) if row[6] else {},
-                    "raw": row[7],
-                    "output": row[8],
-                    "error": row[12],
-                    "title": row[9],
-                    "metadata": json.loads(row[10]) if row[10] and row[10] != "{}" else {},
-                    "attachments": json.loads(row[11]) if row[11] and row[11] != "[]" else [],
-                    "time": {"start": row[13], "end": row[14], "compacted": row[15]},
-                }
-            message["parts"].append(part)
-        return out
+        return assembled_messages(session_id, *self.run(read))
 
     def recover_session(self, session_id: str, message: str = "Tool execution aborted") -> int:
         """After a process died mid-step: its pending/running tool parts become errors with

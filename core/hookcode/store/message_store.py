@@ -4,38 +4,30 @@ call moves pending -> running -> completed | error. Part of :class:`hookcode.sto
 
 from __future__ import annotations
 
-import json
 import sqlite3
 import time
 from typing import Any
 
 from hookcode.store.database import Database, dumps, execute, storable
-from hookcode.store.queries import MESSAGE_COLUMNS, PART_COLUMNS, assembled_messages
+from hookcode.store.queries import (
+    EXPORTED_TOOL_PART_COLUMNS,
+    MESSAGE_COLUMNS,
+    PART_COLUMNS,
+    TOOL_PART_COLUMNS,
+    TOOL_PART_FIELDS,
+    assembled_messages,
+    exported_conversation,
+    tool_part_record,
+    tool_part_values,
+)
 from hookcode.store.records import StoreError, ToolPartRecord
 
 __all__ = ["MessageStore"]
 
-_PART_COLUMNS = (
-    "id",
-    "session_id",
-    "message_id",
-    "tool",
-    "state",
-    "input",
-    "output",
-    "title",
-    "metadata",
-    "attachments",
-    "error",
-    "time_start",
-    "time_end",
-)
-_PART_JSON_COLUMNS = ("input", "metadata", "attachments")
-_PART_FIELDS = ", ".join(_PART_COLUMNS)
 _PART_UPSERT = (
-    f"INSERT INTO tool_parts ({_PART_FIELDS}) VALUES ({', '.join('?' * len(_PART_COLUMNS))}) "
-    "ON CONFLICT(id) DO UPDATE SET "
-    + ", ".join(f"{name} = excluded.{name}" for name in _PART_COLUMNS[1:])
+    f"INSERT INTO tool_parts ({TOOL_PART_FIELDS}) "
+    f"VALUES ({', '.join('?' * len(TOOL_PART_COLUMNS))}) ON CONFLICT(id) DO UPDATE SET "
+    + ", ".join(f"{name} = excluded.{name}" for name in TOOL_PART_COLUMNS[1:])
 )
 
 
@@ -47,10 +39,7 @@ class MessageStore(Database):
 
     def save_tool_part(self, part: ToolPartRecord) -> None:
         """Insert or replace the part with ``part.id``; a replaced part keeps its position."""
-        values = [
-            dumps(getattr(part, name)) if name in _PART_JSON_COLUMNS else getattr(part, name)
-            for name in _PART_COLUMNS
-        ]
+        values = tool_part_values(vars(part))
         with self._lock:
             if self._depth:  # inside a transaction(): join it
                 with self._write() as conn:
@@ -67,24 +56,17 @@ class MessageStore(Database):
                 raise StoreError(f"{self.path}: {exc}") from exc
             self._committed()
 
-    @staticmethod
-    def _part(row: tuple) -> ToolPartRecord:
-        data = dict(zip(_PART_COLUMNS, row, strict=True))
-        for name in _PART_JSON_COLUMNS:
-            data[name] = json.loads(data[name])
-        return ToolPartRecord(**data)
-
     def get_tool_part(self, id: str) -> ToolPartRecord | None:
-        rows = self._query(f"SELECT {_PART_FIELDS} FROM tool_parts WHERE id = ?", (id,))
-        return self._part(rows[0]) if rows else None
+        rows = self._query(f"SELECT {TOOL_PART_FIELDS} FROM tool_parts WHERE id = ?", (id,))
+        return tool_part_record(rows[0]) if rows else None
 
     def tool_parts(self, session_id: str) -> list[ToolPartRecord]:
         """The session's tool parts in the order they were first saved."""
         rows = self._query(
-            f"SELECT {_PART_FIELDS} FROM tool_parts WHERE session_id = ? ORDER BY seq",
+            f"SELECT {TOOL_PART_FIELDS} FROM tool_parts WHERE session_id = ? ORDER BY seq",
             (session_id,),
         )
-        return [self._part(row) for row in rows]
+        return [tool_part_record(row) for row in rows]
 
     def mark_interrupted(self, session_id: str, message: str = "Tool execution aborted") -> int:
         """Turn the session's pending/running parts into errors with ``message``; return how many."""
@@ -196,29 +178,21 @@ class MessageStore(Database):
     ) -> tuple[list[dict[str, Any]], list[dict[str, Any]], list[dict[str, Any]]]:
         """The session's messages, parts and tool parts as :class:`SessionExport` holds them,
         each in order (call inside :meth:`_reading` for one snapshot)."""
-        messages = [
-            {"id": id, "role": role, "created": created, "data": json.loads(data)}
-            for id, role, created, data in self._query(
-                "SELECT id, role, created, data FROM messages WHERE session_id = ? ORDER BY seq",
+        return exported_conversation(
+            self._query(
+                f"SELECT {MESSAGE_COLUMNS} FROM messages WHERE session_id = ? ORDER BY seq",
                 (session_id,),
-            )
-        ]
-        parts = [
-            {"id": id, "message_id": message_id, "type": type, "data": json.loads(data)}
-            for id, message_id, type, data in self._query(
+            ),
+            self._query(
                 "SELECT id, message_id, type, data FROM parts WHERE session_id = ? ORDER BY seq",
                 (session_id,),
-            )
-        ]
-        tool_parts = []
-        for row in self._query(
-            f"SELECT {_PART_FIELDS}, raw, compacted FROM tool_parts WHERE session_id = ? "
-            "ORDER BY seq",
-            (session_id,),
-        ):
-            record = vars(self._part(row[: len(_PART_COLUMNS)]))
-            tool_parts.append({**record, "raw": row[-2], "compacted": row[-1]})
-        return messages, parts, tool_parts
+            ),
+            self._query(
+                f"SELECT {', '.join(EXPORTED_TOOL_PART_COLUMNS)} FROM tool_parts "
+                "WHERE session_id = ? ORDER BY seq",
+                (session_id,),
+            ),
+        )
 
     @staticmethod
     def _replace_conversation(
@@ -244,12 +218,9 @@ class MessageStore(Database):
                 "INSERT INTO parts (id, session_id, message_id, type, data) VALUES (?,?,?,?,?)",
                 [part["id"], session_id, part["message_id"], part["type"], dumps(part["data"])],
             )
-        columns = (*_PART_COLUMNS, "raw", "compacted")
+        columns = EXPORTED_TOOL_PART_COLUMNS
         for tool_part in tool_parts:
-            values = [
-                dumps(tool_part.get(name)) if name in _PART_JSON_COLUMNS else tool_part.get(name)
-                for name in columns
-            ]
+            values = tool_part_values(tool_part, columns)
             values[1] = session_id
             execute(
                 conn,

@@ -22,20 +22,25 @@ from dataclasses import fields
 from typing import Any
 
 from hookcode.ids import new_id
-from hookcode.store.records import ApprovalRecord, SessionRecord, current_user
+from hookcode.store.database import dumps
+from hookcode.store.records import ApprovalRecord, SessionRecord, ToolPartRecord, current_user
 
 __all__ = [
     "APPROVAL_COLUMNS",
     "COUNTED",
+    "EXPORTED_TOOL_PART_COLUMNS",
     "MESSAGE_COLUMNS",
     "PART_COLUMNS",
     "SESSION_COLUMNS",
+    "TOOL_PART_COLUMNS",
+    "TOOL_PART_FIELDS",
     "UPDATABLE_SESSION_FIELDS",
     "USAGE_FIELDS",
     "Queries",
     "approval_key",
     "assembled_messages",
     "counted",
+    "exported_conversation",
     "exported_todo_rows",
     "first_session",
     "new_session",
@@ -43,6 +48,8 @@ __all__ = [
     "state_values",
     "todo_dicts",
     "todo_rows",
+    "tool_part_record",
+    "tool_part_values",
 ]
 
 #: the ``sessions`` columns, in :class:`SessionRecord`'s order (a row builds a record)
@@ -367,3 +374,64 @@ def assembled_messages(
             }
         message["parts"].append(part)
     return out
+
+
+#: the ``tool_parts`` columns of a :class:`ToolPartRecord`, in its order
+TOOL_PART_COLUMNS = (
+    "id",
+    "session_id",
+    "message_id",
+    "tool",
+    "state",
+    "input",
+    "output",
+    "title",
+    "metadata",
+    "attachments",
+    "error",
+    "time_start",
+    "time_end",
+)
+TOOL_PART_FIELDS = ", ".join(TOOL_PART_COLUMNS)
+#: the tool part columns kept as JSON text
+_TOOL_PART_JSON = frozenset({"input", "metadata", "attachments"})
+#: the columns of a tool part as :class:`~hookcode.store.records.SessionExport` carries it
+EXPORTED_TOOL_PART_COLUMNS = (*TOOL_PART_COLUMNS, "raw", "compacted")
+
+
+def tool_part_values(
+    part: dict[str, Any], columns: tuple[str, ...] = TOOL_PART_COLUMNS
+) -> list[Any]:
+    """The values of ``columns`` of a tool part (its fields as a dict), JSON columns as text."""
+    return [
+        dumps(part.get(name)) if name in _TOOL_PART_JSON else part.get(name) for name in columns
+    ]
+
+
+def tool_part_record(row: tuple[Any, ...]) -> ToolPartRecord:
+    """The record of a row of :data:`TOOL_PART_COLUMNS`."""
+    data: dict[str, Any] = dict(zip(TOOL_PART_COLUMNS, row, strict=True))
+    for name in _TOOL_PART_JSON:
+        data[name] = json.loads(data[name])
+    return ToolPartRecord(**data)
+
+
+def exported_conversation(
+    message_rows: list[Any], part_rows: list[Any], tool_part_rows: list[Any]
+) -> tuple[list[dict[str, Any]], list[dict[str, Any]], list[dict[str, Any]]]:
+    """A session's messages, parts and tool parts as :class:`SessionExport` holds them, from
+    its rows in order: messages of :data:`MESSAGE_COLUMNS`, parts of ``id, message_id, type,
+    data``, tool parts of :data:`EXPORTED_TOOL_PART_COLUMNS`."""
+    messages = [
+        {"id": id, "role": role, "created": created, "data": json.loads(data)}
+        for id, role, created, data in message_rows
+    ]
+    parts = [
+        {"id": id, "message_id": message_id, "type": type, "data": json.loads(data)}
+        for id, message_id, type, data in part_rows
+    ]
+    tool_parts = [
+        {**vars(tool_part_record(row[:-2])), "raw": row[-2], "compacted": row[-1]}
+        for row in tool_part_rows
+    ]
+    return messages, parts, tool_parts

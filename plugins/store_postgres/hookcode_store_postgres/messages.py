@@ -19,7 +19,17 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
 from hookcode.store import StoreError, ToolPartRecord, dumps
-from hookcode.store.queries import MESSAGE_COLUMNS, PART_COLUMNS, assembled_messages
+from hookcode.store.queries import (
+    EXPORTED_TOOL_PART_COLUMNS,
+    MESSAGE_COLUMNS,
+    PART_COLUMNS,
+    TOOL_PART_COLUMNS,
+    TOOL_PART_FIELDS,
+    assembled_messages,
+    exported_conversation,
+    tool_part_record,
+    tool_part_values,
+)
 
 from hookcode_store_postgres.behind import WriteBehind
 from hookcode_store_postgres.database import Database, Unreachable, execute
@@ -29,44 +39,19 @@ if TYPE_CHECKING:
 
 __all__ = ["MessageStore"]
 
-_PART_COLUMNS = (
-    "id",
-    "session_id",
-    "message_id",
-    "tool",
-    "state",
-    "input",
-    "output",
-    "title",
-    "metadata",
-    "attachments",
-    "error",
-    "time_start",
-    "time_end",
-)
-_PART_JSON_COLUMNS = frozenset({"input", "metadata", "attachments"})
-_PART_FIELDS = ", ".join(_PART_COLUMNS)
-_PART_ROW = f"({', '.join(['%s'] * len(_PART_COLUMNS))})"
+_PART_ROW = f"({', '.join(['%s'] * len(TOOL_PART_COLUMNS))})"
 _PART_CONFLICT = " ON CONFLICT (id) DO UPDATE SET " + ", ".join(
-    f"{name} = excluded.{name}" for name in _PART_COLUMNS[1:]
+    f"{name} = excluded.{name}" for name in TOOL_PART_COLUMNS[1:]
 )
-_PART_UPSERT = f"INSERT INTO tool_parts ({_PART_FIELDS}) VALUES {_PART_ROW}{_PART_CONFLICT}"
+_PART_UPSERT = f"INSERT INTO tool_parts ({TOOL_PART_FIELDS}) VALUES {_PART_ROW}{_PART_CONFLICT}"
 #: the part ids a failed batch names in its error at most
 _NAMED_PARTS = 5
-#: the columns of a tool part as :class:`~hookcode.store.records.SessionExport` carries it
-_EXPORT_COLUMNS = (*_PART_COLUMNS, "raw", "compacted")
 
 
 def _upsert(rows: int) -> str:
     """The statement inserting or replacing ``rows`` tool parts (distinct ids), in order."""
     values = ", ".join([_PART_ROW] * rows)
-    return f"INSERT INTO tool_parts ({_PART_FIELDS}) VALUES {values}{_PART_CONFLICT}"
-
-
-def _part_values(part: dict[str, Any], columns: tuple[str, ...]) -> list[Any]:
-    return [
-        dumps(part.get(name)) if name in _PART_JSON_COLUMNS else part.get(name) for name in columns
-    ]
+    return f"INSERT INTO tool_parts ({TOOL_PART_FIELDS}) VALUES {values}{_PART_CONFLICT}"
 
 
 class MessageStore(Database):
@@ -90,7 +75,7 @@ class MessageStore(Database):
         failure to write it is raised by the next call (and by :meth:`flush`, :meth:`close`).
         A call that raises (an earlier part's failure, a full queue's wait ending in one)
         queued nothing."""
-        values = _part_values(vars(part), _PART_COLUMNS)
+        values = tool_part_values(vars(part))
         if getattr(self._local, "pinned", None) is not None:
             self.run(lambda conn: execute(conn, _PART_UPSERT, values))
             return
@@ -134,24 +119,17 @@ class MessageStore(Database):
             ids += f" and {len(rows) - _NAMED_PARTS} more"
         return StoreError(f"{exc}; tool part(s) not saved: {ids}")
 
-    @staticmethod
-    def _part(row: tuple[Any, ...]) -> ToolPartRecord:
-        data: dict[str, Any] = dict(zip(_PART_COLUMNS, row, strict=True))
-        for name in _PART_JSON_COLUMNS:
-            data[name] = json.loads(data[name])
-        return ToolPartRecord(**data)
-
     def get_tool_part(self, id: str) -> ToolPartRecord | None:
-        rows = self.query(f"SELECT {_PART_FIELDS} FROM tool_parts WHERE id = %s", [id])
-        return self._part(rows[0]) if rows else None
+        rows = self.query(f"SELECT {TOOL_PART_FIELDS} FROM tool_parts WHERE id = %s", [id])
+        return tool_part_record(rows[0]) if rows else None
 
     def tool_parts(self, session_id: str) -> list[ToolPartRecord]:
         """The session's tool parts in the order they were first saved."""
         rows = self.query(
-            f"SELECT {_PART_FIELDS} FROM tool_parts WHERE session_id = %s ORDER BY seq",
+            f"SELECT {TOOL_PART_FIELDS} FROM tool_parts WHERE session_id = %s ORDER BY seq",
             [session_id],
         )
-        return [self._part(row) for row in rows]
+        return [tool_part_record(row) for row in rows]
 
     def mark_interrupted(self, session_id: str, message: str = "Tool execution aborted") -> int:
         """Turn the session's pending/running parts into errors with ``message``; how many."""
@@ -295,32 +273,24 @@ class MessageStore(Database):
     ) -> tuple[list[dict[str, Any]], list[dict[str, Any]], list[dict[str, Any]]]:
         """The session's messages, parts and tool parts as
         :class:`~hookcode.store.records.SessionExport` holds them, each in order."""
-        messages = [
-            {"id": id, "role": role, "created": created, "data": json.loads(data)}
-            for id, role, created, data in execute(
+        return exported_conversation(
+            execute(
                 conn,
-                "SELECT id, role, created, data FROM messages WHERE session_id = %s ORDER BY seq",
+                f"SELECT {MESSAGE_COLUMNS} FROM messages WHERE session_id = %s ORDER BY seq",
                 [session_id],
-            ).fetchall()
-        ]
-        parts = [
-            {"id": id, "message_id": message_id, "type": type, "data": json.loads(data)}
-            for id, message_id, type, data in execute(
+            ).fetchall(),
+            execute(
                 conn,
                 "SELECT id, message_id, type, data FROM parts WHERE session_id = %s ORDER BY seq",
                 [session_id],
-            ).fetchall()
-        ]
-        tool_parts = []
-        for row in execute(
-            conn,
-            f"SELECT {_PART_FIELDS}, raw, compacted FROM tool_parts WHERE session_id = %s "
-            "ORDER BY seq",
-            [session_id],
-        ).fetchall():
-            record = vars(self._part(row[: len(_PART_COLUMNS)]))
-            tool_parts.append({**record, "raw": row[-2], "compacted": row[-1]})
-        return messages, parts, tool_parts
+            ).fetchall(),
+            execute(
+                conn,
+                f"SELECT {', '.join(EXPORTED_TOOL_PART_COLUMNS)} FROM tool_parts "
+                "WHERE session_id = %s ORDER BY seq",
+                [session_id],
+            ).fetchall(),
+        )
 
     @staticmethod
     def _replace_conversation(
@@ -357,12 +327,12 @@ class MessageStore(Database):
                 ],
             )
         for tool_part in tool_parts:
-            values = _part_values(tool_part, _EXPORT_COLUMNS)
+            values = tool_part_values(tool_part, EXPORTED_TOOL_PART_COLUMNS)
             values[1] = session_id
             execute(
                 conn,
-                f"INSERT INTO tool_parts ({', '.join(_EXPORT_COLUMNS)}) "
-                f"VALUES ({', '.join(['%s'] * len(_EXPORT_COLUMNS))})",
+                f"INSERT INTO tool_parts ({', '.join(EXPORTED_TOOL_PART_COLUMNS)}) "
+                f"VALUES ({', '.join(['%s'] * len(EXPORTED_TOOL_PART_COLUMNS))})",
                 values,
             )
 

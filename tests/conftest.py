@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import hashlib
-import os
 import subprocess
 import sys
 import sysconfig
@@ -67,19 +66,11 @@ def postgres_server() -> Iterator[str]:
     stopped at its end. Missing PostgreSQL fails the test in CI and skips it elsewhere."""
     from helpers import postgres
 
-    url = os.environ.get(postgres.URL_VARIABLE)
-    if url:
-        yield url
-        return
     try:
-        postgres.bin_dir()
-    except postgres.PostgresMissing as exc:
+        with postgres.server() as url:
+            yield url
+    except postgres.PostgresMissing as exc:  # raised on entering, before any test ran
         missing(str(exc))
-    directory = postgres.cluster_directory()
-    try:
-        yield postgres.start(directory)
-    finally:
-        postgres.stop(directory)
 
 
 @pytest.fixture
@@ -87,8 +78,5 @@ def postgres_url(postgres_server: str) -> Iterator[str]:
     """A fresh, empty PostgreSQL database for this test (dropped after it); its URL."""
     from helpers import postgres
 
-    url = postgres.create_database(postgres_server)
-    try:
+    with postgres.database(postgres_server) as url:
         yield url
-    finally:
-        postgres.drop_database(postgres_server, url)

@@ -39,7 +39,6 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import contextlib
 import json
 import os
 import shutil
@@ -48,7 +47,6 @@ import subprocess
 import sys
 import tempfile
 import time
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -61,31 +59,6 @@ from helpers import postgres
 
 DISPATCH_RATIO = 2.0
 LIST_BUDGET = 0.3
-
-
-@contextlib.contextmanager
-def postgres_server() -> Iterator[str]:
-    """The URL of a PostgreSQL server's ``postgres`` database: the tests' cluster when one is
-    exported, else a cluster started here for the benchmark."""
-    url = os.environ.get(postgres.URL_VARIABLE)
-    if url:
-        yield url
-        return
-    directory = postgres.cluster_directory()
-    try:
-        yield postgres.start(directory)
-    finally:
-        postgres.stop(directory)
-
-
-@contextlib.contextmanager
-def database(server: str) -> Iterator[str]:
-    """A fresh database on ``server`` for one figure; dropped afterwards."""
-    url = postgres.create_database(server)
-    try:
-        yield url
-    finally:
-        postgres.drop_database(server, url)
 
 
 def _world(root: Path, store: str | None = None) -> dict[str, str]:
@@ -122,7 +95,7 @@ def _open(env: dict[str, str]) -> Any:
 def bench_dispatch(report: Report, root: Path, server: str, calls: int, repeat: int) -> None:
     for name in ("d-sqlite", "d-postgres"):
         (root / name).mkdir()
-    with database(server) as url:
+    with postgres.database(server) as url:
         runtimes = {
             "sqlite": build_runtime(root / "d-sqlite")[0],
             "postgresql": build_runtime(root / "d-postgres", store=url)[0],
@@ -213,7 +186,7 @@ def _fleet(root: Path, runs: int, calls: int, store: str | None) -> tuple[float,
 def bench_fleet(report: Report, root: Path, server: str, runs: int, calls: int) -> None:
     expected = {"sessions": runs, "tool parts": runs * calls, "completed": runs * calls}
     lite, lite_stored = _fleet(root / "f-sqlite", runs, calls, None)
-    with database(server) as url:
+    with postgres.database(server) as url:
         pg, pg_stored = _fleet(root / "f-postgres", runs, calls, url)
     for name, stored in (("SQLite", lite_stored), ("PostgreSQL", pg_stored)):
         if stored != expected:
@@ -296,7 +269,7 @@ def bench_list(
 
     host = socket.gethostname()
     fixed_costs: dict[str, float] = {}
-    with database(server) as full_url, database(server) as empty_url:
+    with postgres.database(server) as full_url, postgres.database(server) as empty_url:
         for name, full, empty in (
             ("SQLite", _world(root / "l-sqlite"), _world(root / "l-sqlite-empty")),
             (
@@ -380,7 +353,7 @@ def main() -> int:
     report = Report("store (bench_store.py)")
     root = Path(tempfile.mkdtemp(prefix="hookcode-bench-store-"))
     try:
-        with postgres_server() as server:
+        with postgres.server() as server:
             if "dispatch" in which:
                 bench_dispatch(report, root, server, args.batch, args.repeat)
             if "fleet" in which:

@@ -26,6 +26,7 @@ import subprocess
 import sys
 import tempfile
 import uuid
+from collections.abc import Iterator
 from pathlib import Path
 
 #: the variable CI sets to the URL of the cluster it started
@@ -132,6 +133,34 @@ def cluster_directory() -> Path:
     """A fresh directory the server's user can reach (``/tmp`` itself, never pytest's 0700
     temporary root)."""
     return Path(tempfile.mkdtemp(prefix="hookcode-pg-", dir="/tmp"))
+
+
+@contextlib.contextmanager
+def server() -> Iterator[str]:
+    """The URL of a PostgreSQL server's ``postgres`` database (superuser, loopback): CI's
+    cluster (:data:`URL_VARIABLE`) when one is exported, else a cluster started for the
+    ``with`` block and stopped at its end (:class:`PostgresMissing` without PostgreSQL)."""
+    url = os.environ.get(URL_VARIABLE)
+    if url:
+        yield url
+        return
+    bin_dir()  # PostgresMissing, before a directory is made
+    directory = cluster_directory()
+    try:
+        yield start(directory)
+    finally:
+        stop(directory)
+
+
+@contextlib.contextmanager
+def database(server_url: str) -> Iterator[str]:
+    """A fresh, empty database on the server at ``server_url`` for the ``with`` block
+    (dropped at its end); its URL."""
+    url = create_database(server_url)
+    try:
+        yield url
+    finally:
+        drop_database(server_url, url)
 
 
 def create_database(server_url: str) -> str:

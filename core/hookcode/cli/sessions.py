@@ -26,6 +26,23 @@ class Format(StrEnum):
     json_result = "json-result"
 
 
+#: ``--continue`` and ``--session``, the same for ``run`` and ``chat``
+CONTINUE = typer.Option(
+    False,
+    "--continue",
+    "-c",
+    help="Continue this project's most recent session (with --session ID: that session, from "
+    "any machine sharing the store).",
+)
+SESSION = typer.Option(
+    None,
+    "--session",
+    "-s",
+    metavar="ID",
+    help="Continue session ID (a unique prefix of it is enough).",
+)
+
+
 def _pick_session(rt: Any, cont: bool, session_id: str | None) -> Any:
     """The session ``--continue`` / ``--session`` name (None: a new one). Resuming a session
     first cleans up after runs that died (a crash may have ended the one being resumed)."""
@@ -63,20 +80,8 @@ def register(app: typer.Typer, state: CliState) -> None:
             None, "--model", "-m", help="provider/model, e.g. scripted/demo."
         ),
         agent: str = typer.Option(None, "--agent", help="Agent to run (default: build)."),
-        cont: bool = typer.Option(
-            False,
-            "--continue",
-            "-c",
-            help="Continue this project's most recent session (with --session ID: that "
-            "session, from any machine sharing the store).",
-        ),
-        session_id: str = typer.Option(
-            None,
-            "--session",
-            "-s",
-            metavar="ID",
-            help="Continue session ID (a unique prefix of it is enough).",
-        ),
+        cont: bool = CONTINUE,
+        session_id: str = SESSION,
         yes: bool = typer.Option(False, "--yes", "-y", help="Approve permission asks."),
         non_interactive: bool = typer.Option(
             False,
@@ -147,20 +152,8 @@ def register(app: typer.Typer, state: CliState) -> None:
     def chat_command(
         model: str = typer.Option(None, "--model", "-m", help="provider/model."),
         agent: str = typer.Option(None, "--agent", help="Agent to talk to (default: build)."),
-        cont: bool = typer.Option(
-            False,
-            "--continue",
-            "-c",
-            help="Continue this project's most recent session (with --session ID: that "
-            "session, from any machine sharing the store).",
-        ),
-        session_id: str = typer.Option(
-            None,
-            "--session",
-            "-s",
-            metavar="ID",
-            help="Continue session ID (a unique prefix of it is enough).",
-        ),
+        cont: bool = CONTINUE,
+        session_id: str = SESSION,
         yes: bool = typer.Option(False, "--yes", "-y", help="Approve permission asks."),
         script: str = typer.Option(
             None, "--script", metavar="FILE", help="Script for the scripted provider."

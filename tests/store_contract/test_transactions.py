@@ -81,6 +81,9 @@ def test_threads_share_one_store(store: Store) -> None:
                 if i % 50 == 0:
                     store.tool_parts(sid)
                     store.update_session(sid, tokens_in=i)
+                    with store.transaction():  # a thread's transaction among the others' writes
+                        store.set_state(sid, "k", i)
+                        store.add_session_usage(sid, tokens_out=1)
         except BaseException as exc:
             errors.append(exc)
 
@@ -92,3 +95,6 @@ def test_threads_share_one_store(store: Store) -> None:
     assert errors == []
     for n, s in enumerate(sessions):
         assert [p.id for p in store.tool_parts(s.id)] == [f"t{n}_{i}" for i in range(200)]
+        assert store.get_state(s.id, "k") == 150
+        session = store.get_session(s.id)
+        assert session is not None and session.tokens_out == 4

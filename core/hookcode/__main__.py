@@ -1,6 +1,6 @@
 """``python -m hookcode``: the ``hookcode`` command line."""
 
-from hookcode.cli import main
+from hookcode.console import main
 
 if __name__ == "__main__":
     raise SystemExit(main())

@@ -28,6 +28,8 @@ several runs, beside its anchor measured in the same run:
 - first: ``hookcode run`` to its first request against the fake Anthropic endpoint, beside
   ``python -c "import anthropic"``; budget 1.0x. The same through the OpenAI-compatible
   provider (a fake endpoint speaking its wire format): budget 0.5x of ``import anthropic``.
+  And, for information, the floor of the first: a script that only imports the SDK, makes a
+  client and sends the same streamed request (``SDK_ALONE``).
 
 Exit status 1 when a budget is missed.
 """
@@ -670,6 +672,22 @@ FIRST_ANTHROPIC_BUDGET = 1.0
 FIRST_OPENAI_BUDGET = 0.5
 
 
+SDK_ALONE = """
+import asyncio, os
+import anthropic
+
+async def main():
+    client = anthropic.AsyncAnthropic(max_retries=0)
+    await client.messages.create(
+        model="claude-sonnet-4-5", max_tokens=64, stream=True,
+        messages=[{"role": "user", "content": "hi"}],
+    )
+    os._exit(0)
+
+asyncio.run(main())
+"""
+
+
 def bench_first(report: Report, root: Path, repeat: int) -> None:
     from _common import bytecode_env, hookcode_exe
 
@@ -703,10 +721,18 @@ def bench_first(report: Report, root: Path, repeat: int) -> None:
             )
             return time.monotonic() - started
 
-        runs: dict[str, list[float]] = {"import": [], "anthropic": [], "openai": []}
+        def sdk_alone() -> float:
+            # the least any program using the SDK does: import it, make a client, send one
+            # streamed request (the same one, to the same endpoint)
+            started = time.monotonic()
+            subprocess.run([sys.executable, "-c", SDK_ALONE], env=env, check=True)
+            return server.arrival() - started
+
+        runs: dict[str, list[float]] = {"import": [], "sdk": [], "anthropic": [], "openai": []}
         for round_ in range(repeat + 1):  # the first round warms the bytecode caches
             for name, fn in (
                 ("import", import_alone),
+                ("sdk", sdk_alone),
                 ("anthropic", lambda: to_request("anthropic/claude-sonnet-4-5")),
                 ("openai", lambda: to_request("local/m")),
             ):
@@ -714,6 +740,14 @@ def bench_first(report: Report, root: Path, repeat: int) -> None:
                 if round_:
                     runs[name].append(seconds)
     anchor = statistics.median(runs["import"])
+    sdk = statistics.median(runs["sdk"])
+    report.row(
+        "the SDK alone to its first request (import, client, one streamed request; no hookcode)",
+        ms(sdk),
+        f"`import anthropic` alone {ms(anchor)}",
+        sdk / anchor,
+        "(info)",
+    )
     for name, budget in (("anthropic", FIRST_ANTHROPIC_BUDGET), ("openai", FIRST_OPENAI_BUDGET)):
         value = statistics.median(runs[name])
         report.row(

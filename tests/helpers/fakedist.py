@@ -95,7 +95,7 @@ class FakeDists:
 
 def cli_command() -> list[str]:
     """How to start the CLI in a subprocess, with the interpreter running the tests."""
-    return [sys.executable, "-m", "hookcode.cli"]
+    return [sys.executable, "-m", "hookcode"]
 
 
 def run_cli(

@@ -10,6 +10,7 @@ from hookcode.cli.chat_commands import ChatState, run_command
 from hookcode.cli.display import TextDisplay
 from hookcode.cli.running import exit_code, run_turn
 from hookcode.cli.screen import hung_up
+from hookcode.startup import resume as resume_collection
 
 if TYPE_CHECKING:
     from hookcode.runtime import Runtime
@@ -55,6 +56,7 @@ def chat(
         editor = LineEditor(runtime.data_dir)
     code = 0
     while not state.done:
+        resume_collection()  # start-up is over once the chat waits (hookcode.startup)
         try:
             if editor is not None:
                 line = editor.read()

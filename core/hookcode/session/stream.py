@@ -34,6 +34,7 @@ from hookcode.providers import (
     Usage,
 )
 from hookcode.session.history import ABORTED, SessionHistory, add_usage
+from hookcode.startup import resume as resume_collection
 from hookcode.store import ToolPartRecord
 
 if TYPE_CHECKING:
@@ -194,6 +195,7 @@ class ReplyStream(SessionHistory):
             )
         finally:
             self._flush(msg, st)
+            resume_collection()  # the first reply ends start-up (hookcode.startup)
 
     # -- stream events ------------------------------------------------------------------------
     def _on_text(

@@ -10,6 +10,13 @@ streamed, when the chat first waits for input, when the command ends, and in any
 it. Reference counting still frees everything else meanwhile; only garbage in reference
 cycles waits for the collector.
 
+When collection resumes, the objects start-up made are frozen (``gc.freeze()``): no later
+collection walks them again, nor the one at the interpreter's exit. The price is that what
+start-up left as garbage in reference cycles is never freed: measured, about 700 objects
+for ``hookcode --help`` and 2,000 for a run to its first reply, well under a megabyte,
+once per process. (Collecting them instead cost 25 ms, and 140 ms with the Anthropic SDK
+imported: the walk over everything the pause saved.)
+
 Only the console script pauses (:mod:`hookcode.console`: ``hookcode``, ``python -m hookcode``);
 :func:`resume` is a no-op in a process that did not, such as a test calling
 :func:`hookcode.cli.main`.
@@ -47,12 +54,15 @@ def pause(limit: float = PAUSE_LIMIT) -> None:
 
 
 def resume() -> None:
-    """End the pause :func:`pause` began (at once; a no-op when there is none)."""
+    """End the pause :func:`pause` began (at once; a no-op when there is none). Every object
+    tracked so far is frozen first (``gc.freeze()``, which costs nothing): later collections
+    leave them alone, and the first one does not walk all of start-up at once."""
     global _timer
     with _lock:
         timer, _timer = _timer, None
         if timer is None:
             return
+        gc.freeze()
         gc.enable()
     if timer is not threading.current_thread():
         timer.cancel()

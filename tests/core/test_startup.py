@@ -73,8 +73,11 @@ def test_pause_and_resume() -> None:
         startup.pause()
         assert not gc.isenabled() and startup.paused()
         startup.pause()  # a second pause changes nothing
+        assert gc.get_freeze_count() == 0
         startup.resume()
         assert gc.isenabled() and not startup.paused()
+        # what start-up made is frozen: later collections leave it alone
+        assert gc.get_freeze_count() > 1000
         startup.resume()
         assert gc.isenabled()
         print("ok")

@@ -20,8 +20,8 @@ server.
 Diagnostics after ``write``, ``edit``, ``multiedit`` and ``apply_patch`` come from this
 plugin's ``tool_execute_after`` (the file tools contain no LSP code): every changed file is
 opened or changed in each matching server, deleted files are closed, then we wait for each
-changed file's ``publishDiagnostics`` (150 ms without a new one ends the wait, 3 s at most
-once the server runs) and append the errors (severity 1, 20 per file) in §23's format; a
+changed file's ``publishDiagnostics`` (150 ms without a new one ends the wait, ``[lsp]
+diagnostics_ready_wait`` (3 s) at most once the server runs) and append the errors (severity 1, 20 per file) in §23's format; a
 ``write`` also shows up to 5 other files with errors (never one the ``read`` rules deny).
 ``metadata["diagnostics"]`` holds the
 errors shown, by absolute path. A server that is configured but cannot start, or that dies

@@ -84,9 +84,19 @@ class LspConfig(BaseModel):
         le=MAX_TIMEOUT_SECONDS,
         description="Seconds an edit may wait for a server's diagnostics while the server is "
         "cold (nothing published yet) or reports work in progress (`$/progress`, e.g. loading "
-        "the project); a server that is ready gets 3 s. A file whose diagnostics did not come "
-        "in time is said so in the output, never shown as clean.",
+        "the project); a server that is ready gets `diagnostics_ready_wait`. A file whose "
+        "diagnostics did not come in time is said so in the output, never shown as clean.",
         examples=[60],
+    )
+    diagnostics_ready_wait: float = Field(
+        default=3.0,
+        gt=0,
+        le=MAX_TIMEOUT_SECONDS,
+        description="Seconds an edit waits for the diagnostics of a server that is ready "
+        "(neither cold nor reporting work in progress), and for a busy one after its work "
+        "ended: more for a server that checks slowly without reporting progress, less for "
+        "edits that return sooner when a server stays silent.",
+        examples=[10],
     )
     start_timeout: float = Field(
         default=20.0,

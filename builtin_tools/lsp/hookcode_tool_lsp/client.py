@@ -58,7 +58,7 @@ class Publication:
 @dataclass(frozen=True)
 class Waited:
     """How a wait for diagnostics ended: whether fresh ones came, and the seconds the wait
-    allowed in the end (3 s, or longer for a busy server)."""
+    allowed in the end (the plain wait, or longer for a busy server)."""
 
     fresh: bool
     limit: float

@@ -83,7 +83,7 @@ async def notify_and_wait(
     await client.files_changed(changes)
     came = await asyncio.gather(*waits)
     return [
-        (path, f"diagnostics for {path} not received within {outcome.limit:.0f} s")
+        (path, f"diagnostics for {path} not received within {round(outcome.limit, 1):g} s")
         for path, outcome in zip(waited, came, strict=True)
         if not outcome.fresh
     ]

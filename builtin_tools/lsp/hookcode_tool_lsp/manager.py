@@ -48,8 +48,7 @@ __all__ = [
 
 T = TypeVar("T")
 
-#: seconds to wait for diagnostics after a change, and the quiet time that ends the wait
-DIAGNOSTICS_TIMEOUT = 3.0
+#: the quiet time that ends the wait for diagnostics after a change (seconds)
 DIAGNOSTICS_DEBOUNCE = 0.15
 #: a server that did not start in time is not tried again for this long (seconds)
 START_BACKOFF = 30.0
@@ -264,15 +263,15 @@ class Manager:
         deleted: Sequence[str] = (),
         *,
         created: frozenset[str] = frozenset(),
-        timeout: float = DIAGNOSTICS_TIMEOUT,
+        timeout: float | None = None,
         debounce: float = DIAGNOSTICS_DEBOUNCE,
         other_files: bool = False,
         busy_cap: float | None = None,
     ) -> DiagnosticsReport:
         """Tell the servers about changed and deleted files, wait for the changed files'
-        diagnostics (``debounce`` quiet time, at most ``timeout`` seconds once a server
-        runs; up to ``busy_cap``, default ``[lsp] diagnostics_wait``, while a server is cold
-        or reports work in progress), and return every
+        diagnostics (``debounce`` quiet time, at most ``timeout`` seconds, default ``[lsp]
+        diagnostics_ready_wait``, once a server runs; up to ``busy_cap``, default ``[lsp]
+        diagnostics_wait``, while a server is cold or reports work in progress), and return every
         file's latest diagnostics; a file no server published for in time is named in
         ``late`` (never read as clean). ``created``: changed files that
         are new on disk. A server that had died before is started again (once) and a server
@@ -280,8 +279,8 @@ class Manager:
         counts every file's diagnostics, so files depending on the changed ones are
         re-checked before the wait ends (write and apply_patch show them)."""
         report = DiagnosticsReport()
-        if busy_cap is None:
-            busy_cap = float(self.settings.diagnostics_wait)
+        ready = float(self.settings.diagnostics_ready_wait) if timeout is None else timeout
+        busy = float(self.settings.diagnostics_wait) if busy_cap is None else busy_cap
         texts: dict[str, str | None] = {}
         for path in changed:
             if not self.specs_for(path):
@@ -321,10 +320,10 @@ class Manager:
                         gone,
                         texts,
                         created,
-                        timeout,
+                        ready,
                         debounce,
                         other_files,
-                        busy_cap,
+                        busy,
                     )
                 except ServerGone as exc:
                     if attempt == 1 and client is before:
@@ -421,7 +420,7 @@ class Manager:
                         since=since,
                         version=version,
                         debounce=DIAGNOSTICS_DEBOUNCE,
-                        timeout=DIAGNOSTICS_TIMEOUT,
+                        timeout=float(self.settings.diagnostics_ready_wait),
                     )
                 return await run_operation(client, operation, path, text, line, character, timeout)
             except ServerGone:

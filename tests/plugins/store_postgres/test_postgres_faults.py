@@ -80,8 +80,9 @@ def test_writes_survive_a_server_restart(private_cluster: Any) -> None:
 
 
 def test_a_write_waits_out_a_server_down_for_seconds(private_cluster: Any) -> None:
-    """Down for 5 s (longer than the pool's own first reconnection backoffs): a write made
-    meanwhile returns once the server is back, within the bound, and is stored."""
+    """Down for 4 s (longer than the pool's own first reconnection backoffs, about 1 s then
+    2 s: its next try comes 4 s later): a write made meanwhile returns once the server is back,
+    within the bound, and is stored."""
     store = PostgresStore(private_cluster.url)
     try:
         session = store.create_session(project="p", directory="/d")
@@ -99,7 +100,7 @@ def test_a_write_waits_out_a_server_down_for_seconds(private_cluster: Any) -> No
 
         writer = threading.Thread(target=write)
         writer.start()
-        time.sleep(5)  # the outage this test is about
+        time.sleep(4)  # the outage this test is about
         assert not done  # still waiting for the server
         private_cluster.resume()
         writer.join(database.RETRY_SECONDS + 10)
@@ -140,7 +141,7 @@ def test_a_server_down_past_the_bound_is_one_clear_error_without_the_password(
     _create_user(private_cluster.url)
     url = _with_user(private_cluster.url, "bob", ENCODED) + "?application_name=hookcode-test"
     caplog.set_level(logging.DEBUG)
-    bound = 2.0  # a bound of the caller's (HOOKCODE_STORE_RETRY_SECONDS; default 10 s)
+    bound = 1.0  # a bound of the caller's (HOOKCODE_STORE_RETRY_SECONDS; default 10 s)
     store = PostgresStore(url, retry_seconds=bound)
     try:
         masked = url.replace(ENCODED, "***")

@@ -96,9 +96,11 @@ def test_a_run_survives_a_server_restart_and_stores_every_result(
 def test_a_server_down_past_the_retry_bound_fails_the_step_clearly(
     hookcode_env: Any, private_cluster: Any
 ) -> None:
-    turns = [_bash("echo first"), _bash("sleep 2; echo second"), {"text": "never"}]
+    go = Path(hookcode_env.root) / "go"  # the second call ends once the test creates it
+    second = f'until [ -e "{go}" ]; do sleep 0.01; done; echo second'
+    turns = [_bash("echo first"), _bash(second), {"text": "never"}]
     env = _world(hookcode_env, private_cluster.url, turns)
-    bound = 2.0  # an operator's HOOKCODE_STORE_RETRY_SECONDS (default RETRY_SECONDS, 10 s)
+    bound = 1.0  # an operator's HOOKCODE_STORE_RETRY_SECONDS (default RETRY_SECONDS, 10 s)
     env["HOOKCODE_STORE_RETRY_SECONDS"] = f"{bound:g}"
     proc = _start(env, hookcode_env.project, "two steps")
     try:
@@ -107,6 +109,7 @@ def test_a_server_down_past_the_retry_bound_fails_the_step_clearly(
         # longer than the store retries
         postgres.pause(private_cluster.directory)
         started = time.monotonic()
+        go.touch()
         out, err = proc.communicate(timeout=bound * 6 + 60)
         elapsed = time.monotonic() - started
     finally:

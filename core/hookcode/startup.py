@@ -1,7 +1,7 @@
 """The command line's start-up: Python's cyclic garbage collector is paused while it starts.
 
 Starting ``hookcode run`` creates tens of thousands of long-lived objects (modules, classes,
-plugin and config objects, and a provider SDK's models imported meanwhile). Each collection
+plugin and config objects), over 150,000 with a provider SDK's models imported meanwhile. Each collection
 of the oldest generation walks all of them again, finds nothing to free, and costs about a
 tenth of start-up. So the console script pauses collection (:func:`pause`) and resumes it
 (:func:`resume`) once start-up is over: when the first model reply of a run has been
